@@ -1,0 +1,3 @@
+from recompile_cli.cli import main
+
+main()

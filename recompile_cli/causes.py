@@ -1,0 +1,186 @@
+"""Why each trace or compile happened: diff a signature against the closest one seen before.
+
+Pure functions over ``model`` data. Each event of a function is compared with the previously
+*successfully traced* signatures of the same function (``name@file:line``); the closest one
+(fewest differences, ties to the most recent) explains it. Compiles without a re-trace are
+explained by the lowering-key changes the recorder captured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from .model import Event, Leaf, Signature, function_key
+
+FIRST_COMPILE = "first_compile"
+SHAPE = "shape"
+DTYPE = "dtype"
+WEAK_TYPE = "weak_type"
+STATIC_VALUE = "static_value"
+TREE_STRUCTURE = "tree_structure"
+ARG_PASSING = "arg_passing"
+NEW_FUNCTION = "new_function"
+TRACING_CONTEXT = "tracing_context"
+SHARDING = "sharding"
+UNKNOWN = "unknown"
+
+CAUSE_CODES = (FIRST_COMPILE, SHAPE, DTYPE, WEAK_TYPE, STATIC_VALUE, TREE_STRUCTURE, ARG_PASSING,
+               NEW_FUNCTION, TRACING_CONTEXT, SHARDING, UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One difference that explains a cache miss, e.g. ``shape`` at ``x``: f32[3] -> f32[4]."""
+
+    code: str
+    argument: str | None = None
+    before: str | None = None
+    after: str | None = None
+    detail: str = ""
+
+
+def explain_events(events: Iterable[Event], base_context: dict[str, str]
+                   ) -> dict[int, tuple[Cause, ...]]:
+    """Event ``seq`` -> its causes (primary first), for every event in recording order."""
+    seen: dict[str, list[Signature]] = {}
+    done_before: set[str] = set()  # functions with a successful trace or a compile already
+    out: dict[int, tuple[Cause, ...]] = {}
+    for event in events:
+        key = function_key(event.function, event.defined_at)
+        previous = seen.setdefault(key, [])
+        out[event.seq] = tuple(_explain(event, previous, key in done_before, base_context))
+        if event.compiled or (event.traced and event.error is None):
+            done_before.add(key)
+        if event.traced and event.error is None and event.signature is not None:
+            previous.append(event.signature)
+    return out
+
+
+def _explain(event: Event, previous: list[Signature], done_before: bool,
+             base_context: dict[str, str]) -> list[Cause]:
+    if not done_before:
+        return [Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
+                      else "compiled without a trace of its own")]
+    if not event.traced:
+        return _explain_without_retrace(event)
+    if event.signature is None or not previous:
+        return [Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)")]
+    best: list[Cause] | None = None
+    for old in reversed(previous):  # most recent first, so ties go to the most recent
+        diffs = list(diff_signatures(event.signature, old, base_context))
+        if best is None or len(diffs) < len(best):
+            best = diffs
+    return best or [Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were "
+                          "cleared or the entry was evicted")]
+
+
+def _explain_without_retrace(event: Event) -> list[Cause]:
+    if event.lowering_changes:
+        return [Cause(SHARDING, argument=c.argument, before=c.before, after=c.after,
+                      detail=_LOWERING_FIELD_TEXT.get(c.field, f"{c.field} changed"))
+                for c in event.lowering_changes]
+    return [Cause(UNKNOWN, detail="compiled again without a re-trace: a new jaxpr, e.g. "
+                  "derived by grad/vmap of this jitted function, or an AOT lowering")]
+
+
+_LOWERING_FIELD_TEXT = {
+    "in_shardings": "argument placement changed (committed to a device, or a new sharding): "
+                    "compiled again without a re-trace",
+    "out_shardings": "output sharding changed: compiled again without a re-trace",
+    "donated_invars": "donate_argnums/donate_argnames changed: compiled again without a "
+                      "re-trace",
+    "in_layouts": "argument layout changed: compiled again without a re-trace",
+    "ctx_mesh": "the mesh context changed: compiled again without a re-trace",
+}
+
+
+def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
+                    ) -> Iterator[Cause]:
+    """Every difference between two signatures of one function, most telling first."""
+    if new.function_id and old.function_id and new.function_id != old.function_id:
+        yield Cause(NEW_FUNCTION, before=f"function object #{old.function_id}",
+                    after=f"function object #{new.function_id}",
+                    detail="a new function object with the same code: a lambda or "
+                           "functools.partial re-created, or jax.jit(obj.method) re-wrapping a "
+                           "bound method")
+    for name in sorted(set(new.context) | set(old.context)):
+        before = old.context.get(name, base_context.get(name))
+        after = new.context.get(name, base_context.get(name))
+        if before != after:
+            yield Cause(TRACING_CONTEXT, argument=name, before=before, after=after,
+                        detail=f"the tracing context {name} changed (a config flag or context "
+                               "manager)")
+    new_args = set(new.structure) | set(new.static)
+    old_args = set(old.structure) | set(old.static)
+    if new_args != old_args:
+        changed = sorted(new_args ^ old_args)
+        yield Cause(ARG_PASSING, argument=", ".join(changed),
+                    before=_passing(old), after=_passing(new),
+                    detail="a different set of arguments: "
+                           + ", ".join(changed) + " passed in one call and left to its default "
+                           "in the other")
+    elif (new.positional, new.keywords) != (old.positional, old.keywords):
+        moved = sorted(set(new.keywords) ^ set(old.keywords))
+        yield Cause(ARG_PASSING, argument=", ".join(moved) or None,
+                    before=_passing(old), after=_passing(new),
+                    detail="the same arguments passed positionally in one call and by keyword "
+                           "in the other")
+    restructured = set()
+    for name in sorted(set(new.structure) & set(old.structure)):
+        if new.structure[name] != old.structure[name]:
+            restructured.add(name)
+            yield Cause(TREE_STRUCTURE, argument=name, before=old.structure[name],
+                        after=new.structure[name], detail=_structure_detail(name, new, old))
+    for name in sorted(set(new.static) & set(old.static)):
+        if new.static[name] != old.static[name]:
+            yield Cause(STATIC_VALUE, argument=name, before=old.static[name],
+                        after=new.static[name],
+                        detail=f"static argument {name} has a new value")
+    skipped = restructured | (new_args ^ old_args)
+    for path, leaf in new.leaves.items():
+        old_leaf = old.leaves.get(path)
+        if old_leaf is None or leaf == old_leaf or _top_name(path) in skipped:
+            continue
+        yield _leaf_cause(path, leaf, old_leaf)
+
+
+def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
+    fields = [f for f in ("shape", "dtype", "weak_type", "sharding")
+              if getattr(new, f) != getattr(old, f)]
+    code = {"shape": SHAPE, "dtype": DTYPE, "weak_type": WEAK_TYPE, "sharding": SHARDING}[fields[0]]
+    texts = {
+        SHAPE: f"new shape {new.shape} (was {old.shape})",
+        DTYPE: f"new dtype {new.dtype} (was {old.dtype})",
+        WEAK_TYPE: ("a Python scalar (weakly typed) and an array of the same dtype were both "
+                    "passed" if new.weak_type != old.weak_type else ""),
+        SHARDING: f"new sharding {new.sharding} (was {old.sharding})",
+    }
+    return Cause(code, argument=path, before=old.short, after=new.short,
+                 detail=texts[code] + ("" if len(fields) == 1 else
+                                       f"; also changed: {', '.join(fields[1:])}"))
+
+
+def _structure_detail(name: str, new: Signature, old: Signature) -> str:
+    new_paths = {p for p in new.leaves if _top_name(p) == name}
+    old_paths = {p for p in old.leaves if _top_name(p) == name}
+    parts = []
+    if new_paths - old_paths:
+        parts.append("added " + ", ".join(sorted(new_paths - old_paths)[:5]))
+    if old_paths - new_paths:
+        parts.append("removed " + ", ".join(sorted(old_paths - new_paths)[:5]))
+    return "pytree structure changed" + (": " + "; ".join(parts) if parts else "")
+
+
+def _top_name(path: str) -> str:
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path
+
+
+def _passing(sig: Signature) -> str:
+    text = f"{sig.positional} positional"
+    if sig.keywords:
+        text += " + " + ", ".join(f"{k}=" for k in sig.keywords)
+    return text

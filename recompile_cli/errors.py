@@ -1,0 +1,26 @@
+"""Errors that reach the user. Each carries the exit code the CLI returns for it.
+
+Exit codes (documented in the README): 0 ran, 1 a budget gate failed, 2 bad input (target, spec,
+file), 3 the profiled target raised. Only ``cli.py`` turns these into output.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE = 1
+EXIT_BAD_INPUT = 2
+EXIT_TARGET_RAISED = 3
+
+
+class RecompileError(Exception):
+    """A problem the user can fix; ``str(error)`` is the one-paragraph message to show."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class TargetError(RecompileError):
+    """The TARGET or SCRIPT cannot be found or imported."""
+
+
+class SpecError(RecompileError):
+    """The argument spec is not valid YAML or does not follow the spec format."""

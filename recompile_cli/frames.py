@@ -1,0 +1,78 @@
+"""Where code lives: the user's call site on the current stack, and who owns a source file.
+
+Owners: ``"jax"`` (jax, jaxlib), ``"library"`` (anything else installed in site-packages, e.g.
+flax, optax, equinox) and ``"user"`` (everything else). Frames of the standard library, of
+installed packages and of recompile_cli itself are never a user call site.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _dirs(*names: str) -> tuple[str, ...]:
+    out = []
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            out.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(out)
+
+
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
+    return tuple(os.path.abspath(p) + os.sep for p in paths if p)
+
+
+_SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def owner_of(path: str | None) -> str:
+    """"jax", "library" or "user" for a source file path (``None`` counts as user)."""
+    if not path:
+        return "user"
+    path = os.path.abspath(path)
+    if path.startswith(_dirs("jax", "jaxlib")):
+        return "jax"
+    if any(marker in path for marker in _SITE_MARKERS):
+        return "library"
+    return "user"
+
+
+def _install_dirs() -> tuple[str, ...]:
+    """The Python installation and virtual environment (their bin/ scripts are not user code)."""
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    return tuple(os.path.abspath(p) + os.sep for p in prefixes)
+
+
+def is_user_file(path: str) -> bool:
+    if path.startswith("<"):
+        return False
+    path = os.path.abspath(path)
+    if path.startswith((_OWN_DIR, *_stdlib_dirs(), *_install_dirs())):
+        return False
+    return owner_of(path) == "user"
+
+
+def user_call_site(skip: int = 1) -> str | None:
+    """``file:line (function)`` of the innermost user frame on this thread's stack."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        code = frame.f_code
+        if is_user_file(code.co_filename):
+            return f"{code.co_filename}:{frame.f_lineno} ({code.co_name})"
+        frame = frame.f_back
+    return None
+
+
+def path_of(location: str | None) -> str | None:
+    """The file part of a ``file:line`` location."""
+    if not location:
+        return None
+    head, sep, tail = location.rpartition(":")
+    return head if sep and tail.isdigit() else location

@@ -1,0 +1,308 @@
+"""The only module that touches JAX's private internals (``jax._src``).
+
+It patches two functions on JAX's cache-miss path, both checked on JAX 0.10.2 and 0.12.0:
+
+* ``jax._src.pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` runs on every miss
+  of jit's parameter cache, nested jits included (JAX >= 0.9; older versions used
+  ``_create_pjit_jaxpr`` and are not hooked). Whether Python really re-traced is read from the
+  miss counter of ``partial_eval.trace_to_jaxpr``'s cache.
+* ``jax._src.pjit._pjit_lower`` (a weakref LRU cache) runs before every lowering; its cache keys
+  tell what changed when a function is compiled again without a re-trace (sharding, donation).
+
+Cache hits never reach either function, so nothing here runs on the hot path. Everything is
+feature-detected: ``probe()`` says why the hooks cannot be used, and the recorder then falls back
+to the public ``jax.monitoring`` events. Observers are called inside ``try``: a hook never raises
+into user code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .model import Change, Leaf
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def probe() -> str | None:
+    """None when the private hooks can be installed, else the reason they cannot."""
+    try:
+        from jax._src import config, pjit
+        from jax._src.interpreters import partial_eval as pe
+    except Exception as exc:  # pragma: no cover - depends on the installed JAX
+        return f"cannot import JAX internals ({exc})"
+    needed = {
+        "jax._src.pjit._trace_for_jit": getattr(pjit, "_trace_for_jit", None),
+        "jax._src.pjit._pjit_lower.cache_keys": getattr(getattr(pjit, "_pjit_lower", None),
+                                                        "cache_keys", None),
+        "partial_eval.trace_to_jaxpr.cache_info": getattr(pe.trace_to_jaxpr, "cache_info", None),
+        "config.trace_context_names": getattr(config, "trace_context_names", None),
+    }
+    missing = [name for name, obj in needed.items() if obj is None]
+    if missing:
+        return "this JAX version lacks " + ", ".join(missing)
+    params = list(inspect.signature(pjit._trace_for_jit).parameters)
+    if params[:7] != ["fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs"]:
+        return f"jax._src.pjit._trace_for_jit has an unknown signature {params}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInfo:
+    """What one ``_trace_for_jit`` call saw."""
+
+    fun: Any
+    name: str
+    defined_at: str | None
+    eager_primitive: bool
+    depth: int
+    retraced: bool
+    seconds: float
+    leaves: dict[str, Leaf]
+    static: dict[str, str]
+    structure: dict[str, str]
+    positional: int
+    keywords: tuple[str, ...]
+    context: dict[str, str]
+    error: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class LowerInfo:
+    """What one missed ``_pjit_lower`` call saw."""
+
+    name: str
+    defined_at: str | None
+    leaves: dict[str, Leaf]
+    changes: tuple[Change, ...] | None  # None: no earlier lowering of this jaxpr
+
+
+def trace_context() -> dict[str, str]:
+    """The current tracing context (config values and context managers) as name -> text."""
+    from jax._src import config
+
+    return {name: _short_repr(value)
+            for name, value in zip(config.trace_context_names(), config.trace_context())}
+
+
+class Hooks:
+    """Patches the two private functions; ``uninstall`` puts the originals back."""
+
+    def __init__(self, on_trace: Callable[[TraceInfo], None],
+                 on_lower: Callable[[LowerInfo], None],
+                 on_internal_error: Callable[[BaseException], None]) -> None:
+        self._on_trace = on_trace
+        self._on_lower = on_lower
+        self._on_internal_error = on_internal_error
+        self._local = threading.local()
+        self._originals: dict[str, Any] = {}
+
+    def install(self) -> None:
+        from jax._src import pjit, source_info_util
+
+        self._originals = {"_trace_for_jit": pjit._trace_for_jit, "_pjit_lower": pjit._pjit_lower}
+        pjit._trace_for_jit = self._trace_for_jit
+        pjit._pjit_lower = _LowerWrapper(pjit._pjit_lower, self)
+        # So that JAX's own source info and explain messages never blame our frames.
+        if hasattr(source_info_util, "register_exclusion"):
+            source_info_util.register_exclusion(_PACKAGE_DIR)
+
+    def uninstall(self) -> list[str]:
+        """Restore JAX; returns warnings when someone patched over us in the meantime."""
+        from jax._src import pjit
+
+        problems = []
+        for name, original in self._originals.items():
+            current = getattr(pjit, name)
+            ours = getattr(current, "__self__", None) is self or (
+                isinstance(current, _LowerWrapper) and current._hooks is self)
+            if ours:
+                setattr(pjit, name, original)
+            else:
+                problems.append(f"jax._src.pjit.{name} was replaced by someone else during the "
+                                "run; left as it is")
+        self._originals = {}
+        return problems
+
+    # -- the wrapped functions (miss path only) --------------------------------------------------
+    def _trace_for_jit(self, fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest):
+        from jax._src.interpreters import partial_eval as pe
+
+        original = self._originals["_trace_for_jit"]
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        misses_before = _misses(pe.trace_to_jaxpr)
+        error: BaseException | None = None
+        start = time.perf_counter()
+        try:
+            return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            seconds = time.perf_counter() - start
+            self._local.depth = depth
+            try:
+                retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
+                if retraced:
+                    self._on_trace(_trace_info(fun, ji, dbg, avals, args, kwargs, depth,
+                                               seconds, error))
+            except Exception as exc:  # never raise into user code
+                self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        try:
+            self._on_internal_error(exc)
+        except Exception:
+            pass
+
+
+class _LowerWrapper:
+    """Stands in for the ``_pjit_lower`` cache object; delegates everything else to it."""
+
+    def __init__(self, cache: Any, hooks: Hooks) -> None:
+        self._cache = cache
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache, name)
+
+    def __call__(self, jaxpr, *args, **kwargs):
+        cache = self._cache
+        try:
+            misses_before = _misses(cache)
+        except Exception:
+            return cache(jaxpr, *args, **kwargs)
+        # Lowering rules may trace helper jits at top level; count them as nested in this call.
+        local = self._hooks._local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        try:
+            result = cache(jaxpr, *args, **kwargs)
+        finally:
+            local.depth = depth
+        try:
+            if _misses(cache) > misses_before:
+                self._hooks._on_lower(_lower_info(cache, jaxpr, args))
+        except Exception as exc:  # never raise into user code
+            self._hooks._report(exc)
+        return result
+
+
+# Positional parameters of _pjit_lower after the jaxpr (JAX 0.10-0.12), for naming key changes.
+_LOWER_FIELDS = ("in_shardings", "out_shardings", "in_layouts", "out_layouts", "donated_invars",
+                 "ctx_mesh", "name", "keep_unused", "inline", "compiler_options_kvs")
+
+
+def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
+    dbg = getattr(jaxpr.jaxpr, "debug_info", None)
+    name, defined_at = _name_and_location(dbg, fallback=str(args[6]) if len(args) > 6 else "?")
+    names = _arg_names(dbg, len(jaxpr.in_avals))
+    leaves = {n: _leaf(a) for n, a in zip(names, jaxpr.in_avals)}
+    # Keys are (weakref(jaxpr), trace context, positional args, kwargs); ours is the newest.
+    earlier = [key[2] for key in cache.cache_keys() if key[0]() is jaxpr]
+    earlier = [key for key in earlier if tuple(key) != tuple(args)]
+    changes: tuple[Change, ...] | None = None
+    if earlier:
+        changes = tuple(_key_changes(names, earlier[-1], args))
+    return LowerInfo(name, defined_at, leaves, changes)
+
+
+def _key_changes(names: list[str], before: tuple, after: tuple):
+    """The lowering-key fields that differ, per argument for the per-argument tuples."""
+    for field, new, old in zip(_LOWER_FIELDS, after, before):
+        if new == old:
+            continue
+        per_argument = (isinstance(new, tuple) and isinstance(old, tuple)
+                        and len(new) == len(old) == len(names))
+        if per_argument:
+            for name, n, o in zip(names, new, old):
+                if n != o:
+                    yield Change(field, _short_repr(o), _short_repr(n), argument=name)
+        else:
+            yield Change(field, _short_repr(old), _short_repr(new))
+
+
+def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error) -> TraceInfo:
+    name, defined_at = _name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
+    names = _arg_names(dbg, len(avals))
+    leaves = {n: _leaf(a) for n, a in zip(names, avals)}
+    params = _param_names(ji, len(args))
+    static_nums = set(ji.static_argnums)
+    static_names = set(ji.static_argnames)
+    static = {params[i]: _short_repr(v) for i, v in enumerate(args) if i in static_nums}
+    static.update({k: _short_repr(v) for k, v in kwargs.items() if k in static_names})
+    structure = {params[i]: _structure(v) for i, v in enumerate(args) if i not in static_nums}
+    structure.update({k: _structure(v) for k, v in kwargs.items() if k not in static_names})
+    return TraceInfo(
+        fun=fun, name=name, defined_at=defined_at,
+        eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
+        retraced=True, seconds=seconds, leaves=leaves, static=static, structure=structure,
+        positional=len(args), keywords=tuple(sorted(kwargs)), context=trace_context(),
+        error=error)
+
+
+def _misses(cache: Any) -> int:
+    return cache.cache_info().misses
+
+
+def _name_and_location(dbg: Any, fallback: str) -> tuple[str, str | None]:
+    """Split DebugInfo.func_src_info (``"f at /path/file.py:12"``) into name and location."""
+    src = getattr(dbg, "func_src_info", None) or ""
+    name, sep, where = src.partition(" at ")
+    if not sep:
+        return (getattr(dbg, "func_name", None) or fallback), None
+    return name or fallback, where
+
+
+def _arg_names(dbg: Any, count: int) -> list[str]:
+    names = getattr(dbg, "arg_names", None)
+    if names is not None and len(names) == count:
+        return [n if n else f"args[{i}]" for i, n in enumerate(names)]
+    return [f"args[{i}]" for i in range(count)]
+
+
+def _param_names(ji: Any, count: int) -> list[str]:
+    """Parameter names for positional arguments, from the signature JAX already inspected."""
+    sig = getattr(ji, "fun_signature", None)
+    names: list[str] = []
+    if sig is not None:
+        for p in sig.parameters.values():
+            if p.kind == inspect.Parameter.VAR_POSITIONAL:
+                break
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                          inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                names.append(p.name)
+    return [names[i] if i < len(names) else f"args[{i}]" for i in range(count)]
+
+
+def _leaf(aval: Any) -> Leaf:
+    shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(aval, "shape", ()))
+    sharding = getattr(aval, "sharding", None)
+    spec = None
+    if sharding is not None and not getattr(getattr(sharding, "mesh", None), "empty", True):
+        spec = str(getattr(sharding, "spec", sharding))
+    return Leaf(shape=tuple(shape), dtype=str(getattr(aval, "dtype", type(aval).__name__)),
+                weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
+
+
+def _structure(value: Any) -> str:
+    import jax
+
+    text = str(jax.tree_util.tree_structure(value))
+    if text.startswith("PyTreeDef(") and text.endswith(")"):
+        text = text[len("PyTreeDef("):-1]
+    return text
+
+
+def _short_repr(value: Any, limit: int = 120) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,149 @@
+"""The recorded data: frozen, JSON-friendly dataclasses that cross from capture to analysis.
+
+A ``Session`` is what a recording produces and what a saved report loads back into. This module
+imports neither JAX nor pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """The abstract value of one traced array argument, as JAX keys its caches on it."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    weak_type: bool = False
+    sharding: str | None = None  # only when not the default (unsharded) placement
+
+    @property
+    def short(self) -> str:
+        """JAX's short notation, e.g. ``f32[100,100]``, ``~f32[]`` for weak types."""
+        text = f"{_DTYPE_ABBREV.get(self.dtype, self.dtype)}[{','.join(map(str, self.shape))}]"
+        if self.weak_type:
+            text = "~" + text
+        if self.sharding:
+            text += f"({self.sharding})"
+        return text
+
+
+_DTYPE_ABBREV = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "complex64": "c64", "complex128": "c128", "bool": "bool",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """Everything a jit cache keys on for one call, in a form that can be diffed without JAX.
+
+    ``leaves`` maps argument paths (``x``, ``batch['x']``) to abstract values; ``static`` maps
+    static argument names to ``repr`` of their values; ``structure`` maps each top-level argument
+    to its pytree structure; ``positional``/``keywords`` say how arguments were passed;
+    ``context`` holds the tracing-context entries that differ from the session's base context;
+    ``function_id`` tells function objects apart (a new lambda gets a new id).
+    """
+
+    leaves: dict[str, Leaf] = field(default_factory=dict)
+    static: dict[str, str] = field(default_factory=dict)
+    structure: dict[str, str] = field(default_factory=dict)
+    positional: int = 0
+    keywords: tuple[str, ...] = ()
+    context: dict[str, str] = field(default_factory=dict)
+    function_id: int = 0
+
+    def describe(self) -> dict[str, str]:
+        """Argument path -> short description, statics included, for reports."""
+        out = {path: leaf.short for path, leaf in self.leaves.items()}
+        out.update({name: f"static={value}" for name, value in self.static.items()})
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One field of JAX's lowering key that changed without a re-trace (sharding, donation).
+
+    ``argument`` names the argument for per-argument fields (``in_shardings``,
+    ``donated_invars``); it is ``None`` for whole-function fields.
+    """
+
+    field: str
+    before: str
+    after: str
+    argument: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceError:
+    """An exception raised while tracing (e.g. ``TracerBoolConversionError``)."""
+
+    type: str
+    message: str
+    argument: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One cache miss of one function: a trace, a lowering and compile, or all of them.
+
+    ``traced`` is a real re-trace of Python code; ``compiled`` an XLA backend compile.
+    ``lowering_changes`` is set for a compile without re-trace: what changed in the lowering key;
+    ``None`` means no previous lowering of that jaxpr existed (a jaxpr derived by grad/vmap).
+    """
+
+    seq: int
+    function: str
+    defined_at: str | None
+    owner: str  # "user" | "jax" | "library"
+    call_site: str | None
+    call_index: int | None
+    depth: int
+    traced: bool
+    compiled: bool
+    start_seconds: float
+    trace_seconds: float = 0.0
+    lower_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    signature: Signature | None = None
+    lowering_changes: tuple[Change, ...] | None = None
+    error: TraceError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    jax_version: str
+    python_version: str
+    backend: str
+    hook_mode: str  # "private" | "public-only"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A finished recording: what ran, every event, and what went wrong around it."""
+
+    environment: Environment
+    target: str
+    events: tuple[Event, ...]
+    wall_seconds: float
+    base_context: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)  # function key -> calls, where known
+    warnings: tuple[str, ...] = ()
+    target_exception: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+def function_key(name: str, defined_at: str | None) -> str:
+    """The identity of a function across function objects: ``name@file:line``."""
+    return f"{name}@{defined_at}" if defined_at else name
+
+
+def to_plain(obj: Any) -> Any:
+    """A dataclass tree as plain JSON-ready data (tuples become lists)."""
+    return asdict(obj)

@@ -1,0 +1,288 @@
+"""Recording: listens to JAX while a program runs and freezes what it saw into a ``Session``.
+
+The public ``jax.monitoring`` duration events give the trace / lower / compile stages and their
+times; the private hooks in ``jax_internals`` add signatures, nesting and lowering-key changes.
+Both only fire on cache misses. The events of one thread arrive in order (trace, then lowering,
+then compile), so they are stitched into one ``Event`` per miss through a per-thread "current
+event" slot. This module holds the only mutable recording state; ``stop()`` returns frozen data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from . import frames, jax_internals
+from .model import Environment, Event, Leaf, Session, Signature, TraceError, Change
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_STAGES = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
+
+PRIVATE = "private"
+PUBLIC_ONLY = "public-only"
+
+
+@dataclass
+class _Draft:
+    """An event while it is still being filled in (mutable, never leaves this module)."""
+
+    function: str
+    defined_at: str | None
+    owner: str
+    call_site: str | None
+    call_index: int | None
+    depth: int
+    start: float
+    traced: bool = False
+    lowered: bool = False
+    compiled: bool = False
+    trace_seconds: float = 0.0
+    lower_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    signature: Signature | None = None
+    lowering_changes: tuple[Change, ...] | None = None
+    error: TraceError | None = None
+
+
+def _bare(name: str | None) -> str | None:
+    """``jit(f)`` -> ``f``: the monitoring events name lowering and compile stages that way."""
+    if name and name.startswith("jit(") and name.endswith(")"):
+        return name[4:-1]
+    return name
+
+
+class Recorder:
+    """Start, run the program, stop: ``with Recorder() as rec: ...; session = rec.session``.
+
+    Args:
+        target: a label for what is being profiled, kept in the session.
+        hook_mode: ``"private"`` (default; falls back to public-only when the internals are
+            missing) or ``"public-only"`` to use only the public monitoring events.
+    """
+
+    def __init__(self, target: str = "", hook_mode: str = PRIVATE) -> None:
+        self.target = target
+        self._requested_mode = hook_mode
+        self.hook_mode = hook_mode
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._drafts: list[_Draft] = []
+        self._warnings: list[str] = []
+        self._internal_errors = 0
+        self._hooks: jax_internals.Hooks | None = None
+        self._functions: dict[int, tuple[Any, int]] = {}
+        self._next_function_id = 0
+        self._base_context: dict[str, str] = {}
+        self._t0 = 0.0
+        self._wall = 0.0
+        self._call_index: int | None = None
+        self._call_label: str | None = None
+        self._paused = False
+        self.session: Session | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "Recorder":
+        from jax import monitoring
+
+        self._t0 = time.perf_counter()
+        if self._requested_mode == PRIVATE:
+            reason = jax_internals.probe()
+            if reason is None:
+                self._hooks = jax_internals.Hooks(self._on_trace, self._on_lower,
+                                                  self._on_internal_error)
+                self._hooks.install()
+                self._base_context = jax_internals.trace_context()
+            else:
+                self._warnings.append(f"JAX's tracing internals are unavailable ({reason}): "
+                                      "counting compiles and times from the public "
+                                      "jax.monitoring events only, without causes")
+        self.hook_mode = PRIVATE if self._hooks else PUBLIC_ONLY
+        monitoring.register_event_duration_secs_listener(self._on_duration)
+        return self
+
+    def stop(self, target_exception: str | None = None,
+             calls: dict[str, int] | None = None) -> Session:
+        import jax
+        from jax import monitoring
+
+        self._wall = time.perf_counter() - self._t0
+        unregister = getattr(monitoring, "unregister_event_duration_listener", None)
+        if unregister is None:  # JAX < 0.8 has only the private, test-only unregister
+            unregister = getattr(monitoring, "_unregister_event_duration_listener_by_callback")
+        unregister(self._on_duration)
+        if self._hooks is not None:
+            self._warnings.extend(self._hooks.uninstall())
+            self._hooks = None
+        if self._internal_errors:
+            self._warnings.append(f"{self._internal_errors} internal recorder error(s) were "
+                                  "caught; the affected events may lack details")
+        if self.hook_mode == PUBLIC_ONLY and self._requested_mode == PUBLIC_ONLY:
+            self._warnings.append("hook mode public-only: causes and signatures are not "
+                                  "recorded")
+        drafts = sorted(self._drafts, key=lambda d: d.start)
+        events = tuple(_freeze(i, d) for i, d in enumerate(drafts))
+        self.session = Session(
+            environment=Environment(jax_version=jax.__version__,
+                                    python_version=platform.python_version(),
+                                    backend=jax.default_backend(), hook_mode=self.hook_mode),
+            target=self.target, events=events, wall_seconds=self._wall,
+            base_context=dict(self._base_context), calls=dict(calls or {}),
+            warnings=tuple(self._warnings),
+            target_exception=target_exception)
+        return self.session
+
+    def __enter__(self) -> "Recorder":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop(None if exc is None else f"{type(exc).__name__}: {exc}")
+
+    def set_call(self, index: int | None, label: str | None) -> None:
+        """Tell the recorder which call of the target runs now (for events with no user frame)."""
+        self._call_index, self._call_label = index, label
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Ignore what JAX compiles inside this block (e.g. building the target's arguments)."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+            self._local.current = None
+
+    def warn(self, message: str) -> None:
+        self._warnings.append(message)
+
+    # -- callbacks (miss path only; none may raise) ----------------------------------------------
+    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+        try:
+            stage = _STAGES.get(event)
+            if stage is not None and not self._paused:
+                self._on_stage(stage, _bare(kwargs.get("fun_name")), duration)
+        except Exception as exc:
+            self._on_internal_error(exc)
+
+    def _on_stage(self, stage: str, name: str | None, seconds: float) -> None:
+        local = self._local
+        current: _Draft | None = getattr(local, "current", None)
+        if stage == "trace":
+            if self._hooks is None:  # private mode times traces itself, nested ones included
+                local.current = self._new(name or "?", None, depth=0, seconds=seconds)
+                local.current.traced, local.current.trace_seconds = True, seconds
+            return
+        if stage == "lower" and self._hooks is not None:
+            local.pending_lower = (name, seconds)  # claimed by _on_lower right after
+            return
+        fits = (current is not None and current.function == name
+                and not (current.lowered if stage == "lower" else current.compiled))
+        if not fits:
+            current = self._new(name or "?", None, depth=0, seconds=seconds)
+            local.current = current
+        if stage == "lower":
+            current.lowered, current.lower_seconds = True, seconds
+        else:
+            pending = getattr(local, "pending_lower", None)
+            if pending is not None and not current.lowered:  # lowered outside the hooked path
+                current.lowered, current.lower_seconds = True, pending[1]
+            local.pending_lower = None
+            current.compiled, current.compile_seconds = True, seconds
+
+    def _on_trace(self, info: jax_internals.TraceInfo) -> None:
+        if self._paused:
+            return
+        draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
+                          owner="jax" if info.eager_primitive else None)
+        draft.traced, draft.trace_seconds = True, info.seconds
+        context = {k: v for k, v in info.context.items() if self._base_context.get(k) != v}
+        draft.signature = Signature(
+            leaves=info.leaves, static=info.static, structure=info.structure,
+            positional=info.positional, keywords=info.keywords, context=context,
+            function_id=self._function_id(info.fun))
+        if info.error is not None:
+            draft.error = _trace_error(info.error, info.leaves)
+        if info.depth == 0:
+            self._local.current = draft if info.error is None else None
+
+    def _on_lower(self, info: jax_internals.LowerInfo) -> None:
+        if self._paused:
+            return
+        local = self._local
+        pending = getattr(local, "pending_lower", None)
+        local.pending_lower = None
+        seconds = pending[1] if pending else 0.0
+        current: _Draft | None = getattr(local, "current", None)
+        if current is None or current.lowered or current.function != info.name:
+            current = self._new(info.name, info.defined_at, depth=0, seconds=seconds)
+            current.signature = Signature(leaves=info.leaves)
+            current.lowering_changes = info.changes
+            local.current = current
+        current.lowered, current.lower_seconds = True, seconds
+
+    def _on_internal_error(self, exc: BaseException) -> None:
+        self._internal_errors += 1
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
+             owner: str | None = None) -> _Draft:
+        draft = _Draft(
+            function=name, defined_at=defined_at,
+            owner=owner or frames.owner_of(frames.path_of(defined_at)),
+            call_site=frames.user_call_site(skip=2) or self._call_label,
+            call_index=self._call_index, depth=depth,
+            start=time.perf_counter() - seconds - self._t0)
+        with self._lock:
+            self._drafts.append(draft)
+        return draft
+
+    def _function_id(self, fun: Any) -> int:
+        """A small integer per distinct function object (ids alone can be reused after GC)."""
+        key = id(fun)
+        known = self._functions.get(key)
+        if known is not None:
+            ref, token = known
+            if (ref() if isinstance(ref, weakref.ref) else ref) is fun:
+                return token
+        try:
+            ref: Any = weakref.ref(fun)
+        except TypeError:
+            ref = fun  # not weak-referenceable: keep it alive so its id stays unique
+        self._next_function_id += 1
+        self._functions[key] = (ref, self._next_function_id)
+        return self._next_function_id
+
+
+_CONCRETIZATION_ERRORS = ("ConcretizationTypeError", "TracerBoolConversionError",
+                          "TracerIntegerConversionError", "TracerArrayConversionError")
+
+
+def _trace_error(exc: BaseException, leaves: dict[str, Leaf]) -> TraceError:
+    """Summarise an exception raised while tracing, naming the argument it is about."""
+    message = str(exc).strip()
+    argument = None
+    marker = "depends on the value of the argument "
+    if marker in message:
+        argument = message.split(marker, 1)[1].split()[0].rstrip(".,")
+    else:
+        for path in leaves:
+            if f"argument {path}" in message:
+                argument = path
+                break
+    first_line = message.splitlines()[0] if message else ""
+    return TraceError(type=type(exc).__name__, message=first_line, argument=argument)
+
+
+def _freeze(seq: int, d: _Draft) -> Event:
+    return Event(
+        seq=seq, function=d.function, defined_at=d.defined_at, owner=d.owner,
+        call_site=d.call_site, call_index=d.call_index, depth=d.depth, traced=d.traced,
+        compiled=d.compiled, start_seconds=max(d.start, 0.0), trace_seconds=d.trace_seconds,
+        lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
+        signature=d.signature, lowering_changes=d.lowering_changes, error=d.error)

@@ -1,0 +1,28 @@
+"""Renderers: each turns a ``Report`` into text. Pick one by name or by output file extension."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..analysis import Report
+from . import json_report, table
+
+RENDERERS: dict[str, Callable[..., str]] = {
+    "table": table.render,
+    "json": json_report.render,
+}
+_EXTENSIONS = {".json": "json", ".txt": "table"}
+
+
+def guess_format(path: str | None) -> str | None:
+    """The format implied by an output file's extension, if any."""
+    if not path:
+        return None
+    for extension, name in _EXTENSIONS.items():
+        if str(path).lower().endswith(extension):
+            return name
+    return None
+
+
+def render(report: Report, fmt: str, show_all: bool = False) -> str:
+    return RENDERERS[fmt](report, show_all=show_all)

@@ -1,0 +1,367 @@
+"""The argument spec: YAML that lists the calls to make, validated completely before any JAX work.
+
+``load_spec`` reads and validates a file into frozen dataclasses (sweeps expanded, placeholders
+substituted); an error names the file, the line and the field. ``materialize`` turns one call's
+value specs into real arguments and is the only function here that imports JAX.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .errors import SpecError
+
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+FILLS = ("normal", "uniform", "zeros", "ones", "arange")
+JIT_OPTIONS = ("static_argnames", "static_argnums", "donate_argnames", "donate_argnums")
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """``{array: SHAPE}`` (a jax.Array) or ``{numpy: SHAPE}`` (a numpy array)."""
+
+    kind: str  # "array" | "numpy"
+    shape: tuple[int, ...]
+    dtype: str
+    fill: str
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSpec:
+    """``{scalar: 2.0, dtype: float32}``: a strongly typed 0-d jax.Array."""
+
+    value: Any
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallSpec:
+    """``{call: "module:function", args: [...], kwargs: {...}}``: a value built by user code."""
+
+    ref: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TupleSpec:
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One call of the target: value specs for its arguments, and a label for reports."""
+
+    index: int
+    label: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    path: str
+    jit_options: dict[str, Any]
+    cases: tuple[Case, ...]
+
+
+class _Invalid(Exception):
+    def __init__(self, where: tuple, message: str) -> None:
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a spec file. Raises ``SpecError`` naming file, line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"Cannot read the spec file {path}: {exc.strerror or exc}. Pass an "
+                        "existing YAML file with --args.") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(f"{path}{where}: not valid YAML ({problem}). Fix the syntax and run "
+                        "again.") from None
+    try:
+        return _parse(str(path), data)
+    except _Invalid as bad:
+        field = _field_name(bad.where)
+        line = _line_of(text, bad.where)
+        at = f", line {line}" if line else ""
+        raise SpecError(f"{path}{at}, field {field}: {bad.message}") from None
+
+
+def spec_from_data(data: Any, path: str = "<spec>") -> Spec:
+    """Validate an already-loaded spec (e.g. from a budget file)."""
+    try:
+        return _parse(path, data)
+    except _Invalid as bad:
+        raise SpecError(f"{path}, field {_field_name(bad.where)}: {bad.message}") from None
+
+
+def _parse(path: str, data: Any) -> Spec:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _Invalid((), "the spec must be a mapping with a 'calls' list")
+    _only_keys(data, ("jit", "defaults", "calls"), ())
+    jit_options = _jit_options(data.get("jit") or {}, ("jit",))
+    defaults = _defaults(data.get("defaults") or {}, ("defaults",))
+    calls = data.get("calls")
+    if calls is None:
+        calls = [{}]
+    if not isinstance(calls, list) or not calls:
+        raise _Invalid(("calls",), "must be a non-empty list of calls")
+    cases: list[Case] = []
+    stem = Path(path).name
+    for i, call in enumerate(calls):
+        where = ("calls", i)
+        if call is None:
+            call = {}
+        if not isinstance(call, dict):
+            raise _Invalid(where, "each call must be a mapping with args/kwargs/repeat/sweep")
+        _only_keys(call, ("args", "kwargs", "repeat", "sweep"), where)
+        repeat = call.get("repeat", 1)
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+            raise _Invalid(where + ("repeat",), f"must be a positive integer, got {repeat!r}")
+        for binding in _sweep(call.get("sweep"), where + ("sweep",)):
+            args_raw = _substitute(call.get("args", []), binding, where + ("args",))
+            kwargs_raw = _substitute(call.get("kwargs", {}), binding, where + ("kwargs",))
+            if not isinstance(args_raw, list):
+                raise _Invalid(where + ("args",), "must be a list of argument values")
+            if not isinstance(kwargs_raw, dict):
+                raise _Invalid(where + ("kwargs",), "must be a mapping of name: value")
+            args = tuple(_value(v, where + ("args", j), defaults)
+                         for j, v in enumerate(args_raw))
+            kwargs = {str(k): _value(v, where + ("kwargs", k), defaults)
+                      for k, v in kwargs_raw.items()}
+            swept = " ".join(f"{k}={v}" for k, v in binding.items())
+            for r in range(repeat):
+                label = f"{stem} calls[{i}]" + (f" {swept}" if swept else "")
+                if repeat > 1:
+                    label += f" (repeat {r + 1}/{repeat})"
+                cases.append(Case(len(cases), label, args, kwargs))
+    return Spec(path=path, jit_options=jit_options, cases=tuple(cases))
+
+
+def _jit_options(raw: Any, where: tuple) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _Invalid(where, f"must be a mapping with any of {', '.join(JIT_OPTIONS)}")
+    _only_keys(raw, JIT_OPTIONS, where)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        items = value if isinstance(value, list) else [value]
+        wanted = str if key.endswith("names") else int
+        if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in items):
+            raise _Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
+        out[key] = tuple(items)
+    return out
+
+
+def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _Invalid(where, "must be a mapping of dtype/fill/seed")
+    _only_keys(raw, ("dtype", "fill", "seed"), where)
+    out = {"dtype": "float32", "fill": "normal", "seed": 0}
+    out.update(raw)
+    _check_array_options(out, where)
+    return out
+
+
+def _sweep(raw: Any, where: tuple) -> list[dict[str, Any]]:
+    if raw is None:
+        return [{}]
+    if not isinstance(raw, dict) or not raw:
+        raise _Invalid(where, "must be a mapping of name: [values] or name: {range: [...]}")
+    names, values = [], []
+    for name, spec in raw.items():
+        if isinstance(spec, dict):
+            _only_keys(spec, ("range",), where + (name,))
+            bounds = spec.get("range")
+            if (not isinstance(bounds, list) or not 1 <= len(bounds) <= 3
+                    or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)):
+                raise _Invalid(where + (name, "range"),
+                               "must be [stop], [start, stop] or [start, stop, step] integers")
+            if len(bounds) == 3 and bounds[2] == 0:
+                raise _Invalid(where + (name, "range"), "step must not be 0")
+            spec = list(range(*bounds))
+        if not isinstance(spec, list) or not spec:
+            raise _Invalid(where + (name,), "must be a non-empty list or {range: [...]}")
+        names.append(str(name))
+        values.append(spec)
+    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+
+
+def _substitute(raw: Any, binding: dict[str, Any], where: tuple) -> Any:
+    if isinstance(raw, str):
+        whole = _PLACEHOLDER.fullmatch(raw)
+        if whole:
+            return _lookup(whole.group(1), binding, where)
+        return _PLACEHOLDER.sub(lambda m: str(_lookup(m.group(1), binding, where)), raw)
+    if isinstance(raw, list):
+        return [_substitute(v, binding, where + (i,)) for i, v in enumerate(raw)]
+    if isinstance(raw, dict):
+        return {k: _substitute(v, binding, where + (k,)) for k, v in raw.items()}
+    return raw
+
+
+def _lookup(name: str, binding: dict[str, Any], where: tuple) -> Any:
+    if name not in binding:
+        known = ", ".join(binding) or "none"
+        raise _Invalid(where, f"placeholder ${{{name}}} is not defined by this call's sweep "
+                              f"(defined: {known})")
+    return binding[name]
+
+
+_FORMS = ("array", "numpy", "scalar", "tuple", "dict", "call")
+
+
+def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
+    if isinstance(raw, list):
+        return [_value(v, where + (i,), defaults) for i, v in enumerate(raw)]
+    if not isinstance(raw, dict):
+        return raw  # a YAML scalar is passed as that Python value
+    forms = [f for f in _FORMS if f in raw]
+    if not forms:
+        return {k: _value(v, where + (k,), defaults) for k, v in raw.items()}
+    if len(forms) > 1:
+        raise _Invalid(where, f"has both {forms[0]!r} and {forms[1]!r}; a value is one form "
+                              "(use {dict: {...}} for a dict with such keys)")
+    form = forms[0]
+    if form in ("array", "numpy"):
+        _only_keys(raw, (form, "dtype", "fill", "seed"), where)
+        options = {k: raw.get(k, defaults[k]) for k in ("dtype", "fill", "seed")}
+        _check_array_options(options, where)
+        return ArraySpec(form, _shape(raw[form], where + (form,)), **options)
+    if form == "scalar":
+        _only_keys(raw, ("scalar", "dtype"), where)
+        value = raw["scalar"]
+        if not isinstance(value, (int, float, bool)):
+            raise _Invalid(where + ("scalar",), f"must be a number or a boolean, got {value!r}")
+        dtype = raw.get("dtype", defaults["dtype"])
+        _check_array_options({"dtype": dtype}, where)
+        return ScalarSpec(value, dtype)
+    if form == "tuple":
+        _only_keys(raw, ("tuple",), where)
+        if not isinstance(raw["tuple"], list):
+            raise _Invalid(where + ("tuple",), "must be a list of values")
+        return TupleSpec(tuple(_value(v, where + ("tuple", i), defaults)
+                               for i, v in enumerate(raw["tuple"])))
+    if form == "dict":
+        _only_keys(raw, ("dict",), where)
+        if not isinstance(raw["dict"], dict):
+            raise _Invalid(where + ("dict",), "must be a mapping")
+        return {k: _value(v, where + ("dict", k), defaults) for k, v in raw["dict"].items()}
+    _only_keys(raw, ("call", "args", "kwargs"), where)
+    ref = raw["call"]
+    if not isinstance(ref, str) or ":" not in ref:
+        raise _Invalid(where + ("call",), f"must be 'module:function' or 'file.py:function', "
+                                          f"got {ref!r}")
+    args, kwargs = raw.get("args", []), raw.get("kwargs", {})
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise _Invalid(where, "args must be a list and kwargs a mapping")
+    return CallSpec(ref, tuple(_value(v, where + ("args", i), defaults)
+                               for i, v in enumerate(args)),
+                    {k: _value(v, where + ("kwargs", k), defaults) for k, v in kwargs.items()})
+
+
+def _shape(raw: Any, where: tuple) -> tuple[int, ...]:
+    dims = raw if isinstance(raw, list) else [raw]
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise _Invalid(where, f"a shape is a list of non-negative integers, got {raw!r}")
+    return tuple(dims)
+
+
+def _check_array_options(options: dict[str, Any], where: tuple) -> None:
+    if "dtype" in options and options["dtype"] not in DTYPES:
+        raise _Invalid(where + ("dtype",), f"unknown dtype {options['dtype']!r}; use one of "
+                                           + ", ".join(DTYPES))
+    if "fill" in options and options["fill"] not in FILLS:
+        raise _Invalid(where + ("fill",), f"unknown fill {options['fill']!r}; use one of "
+                                          + ", ".join(FILLS))
+    seed = options.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise _Invalid(where + ("seed",), f"must be an integer, got {seed!r}")
+
+
+def _only_keys(raw: dict, allowed: tuple, where: tuple) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise _Invalid(where + (key,), f"unknown field {key!r}; allowed here: "
+                                           + ", ".join(allowed))
+
+
+def _field_name(where: tuple) -> str:
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _line_of(text: str, where: tuple) -> int | None:
+    """The 1-based line of the deepest node along ``where`` in the YAML source."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in where:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+# -- materialization (JAX work starts here) --------------------------------------------------------
+def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]]) -> Any:
+    """Build the real argument for a value spec; ``resolve`` turns 'module:function' into code."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    if isinstance(value, ArraySpec):
+        dtype = jnp.dtype(value.dtype)
+        rng = np.random.default_rng(value.seed)
+        size = int(np.prod(value.shape)) if value.shape else 1
+        data = {
+            "normal": lambda: rng.standard_normal(value.shape),
+            "uniform": lambda: rng.uniform(size=value.shape),
+            "zeros": lambda: np.zeros(value.shape),
+            "ones": lambda: np.ones(value.shape),
+            "arange": lambda: np.arange(size).reshape(value.shape),
+        }[value.fill]().astype(dtype)
+        return jnp.asarray(data) if value.kind == "array" else data
+    if isinstance(value, ScalarSpec):
+        return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
+    if isinstance(value, TupleSpec):
+        return tuple(materialize(v, resolve) for v in value.items)
+    if isinstance(value, list):
+        return [materialize(v, resolve) for v in value]
+    if isinstance(value, dict):
+        return {k: materialize(v, resolve) for k, v in value.items()}
+    if isinstance(value, CallSpec):
+        fn = resolve(value.ref)
+        return fn(*(materialize(v, resolve) for v in value.args),
+                  **{k: materialize(v, resolve) for k, v in value.kwargs.items()})
+    return value
