@@ -7,6 +7,7 @@ installed packages and of recompile_cli itself are never a user call site.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -24,6 +25,7 @@ def _dirs(*names: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@functools.cache
 def _stdlib_dirs() -> tuple[str, ...]:
     paths = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
     return tuple(os.path.abspath(p) + os.sep for p in paths if p)
@@ -32,6 +34,7 @@ def _stdlib_dirs() -> tuple[str, ...]:
 _SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
+@functools.lru_cache(maxsize=4096)
 def owner_of(path: str | None) -> str:
     """"jax", "library" or "user" for a source file path (``None`` counts as user)."""
     if not path:
@@ -44,12 +47,14 @@ def owner_of(path: str | None) -> str:
     return "user"
 
 
+@functools.cache
 def _install_dirs() -> tuple[str, ...]:
     """The Python installation and virtual environment (their bin/ scripts are not user code)."""
     prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     return tuple(os.path.abspath(p) + os.sep for p in prefixes)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(path: str) -> bool:
     if path.startswith("<"):
         return False

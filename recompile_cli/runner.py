@@ -1,6 +1,7 @@
 """Running a target under the recorder: the calls of a spec, or a whole script as ``__main__``.
 
-Returns the frozen ``Session`` and, when the program raised, a one-line summary of the exception:
+Both start from empty in-memory JAX caches (``jax.clear_caches()``), so counts are those of a
+cold process even when the tool runs in-process more than once (tests, notebooks). Both return the frozen ``Session`` and, when the program raised, a one-line summary of the exception:
 whatever was recorded before the failure is kept.
 """
 
@@ -56,6 +57,7 @@ def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_j
     resolve = loader.resolver()
     failures: list[str] = []
     done = 0
+    jax.clear_caches()
     recorder.start()
     try:
         call = prepare(target.function, jit_options, no_jit, recorder)
@@ -92,6 +94,9 @@ def run_script(path: str, script_args: list[str], hook_mode: str = "private") ->
     sys.path.insert(0, str(script.parent))
     recorder = Recorder(f"{path} {' '.join(script_args)}".strip(), hook_mode=hook_mode)
     failure = None
+    import jax
+
+    jax.clear_caches()
     recorder.start()
     try:
         runpy.run_path(str(script), run_name="__main__")

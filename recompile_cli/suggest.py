@@ -49,14 +49,13 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> It
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
     error = event.error
     assert error is not None
-    where = f" ({event.defined_at})" if event.defined_at else ""
     if error.type in _CONCRETIZATION and argument:
-        message = (f"{name}{where} raised {error.type} while tracing: the value of `{argument}` "
+        message = (f"{name} raised {error.type} while tracing: the value of `{argument}` "
                    "is used in Python control flow. Mark it static "
                    f"(`static_argnames=('{argument}',)`) if it takes few values, or keep it "
                    "traced and branch with `jax.lax.cond` / `jnp.where`.")
     else:
-        message = f"{name}{where} raised {error.type} while tracing: {error.message}"
+        message = f"{name} raised {error.type} while tracing: {error.message}"
     return Suggestion(name, TRACE_ERROR, message)
 
 

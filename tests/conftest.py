@@ -1,0 +1,69 @@
+"""Shared fixtures: real JAX on CPU, clean caches per test, and helpers to run the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from recompile_cli.cli import app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_programs"
+
+
+@pytest.fixture(autouse=True)
+def clean_jax_caches():
+    """Every test starts from empty JAX caches, so compile counts do not depend on order."""
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+class Cli:
+    """Runs ``recompile-cli`` in-process and keeps the result."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str):
+        result = self.runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+        return result
+
+    def json(self, *args: str, tmp_path: Path):
+        out = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
+        command, *rest = args  # options go before `run`'s SCRIPT, which takes the rest
+        result = self(command, "--output", out, *rest)
+        return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+@pytest.fixture
+def program(tmp_path):
+    """Write a Python module into tmp_path and return its path."""
+
+    def write(name: str, source: str) -> Path:
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        return path
+
+    return write
+
+
+def user_functions(report: dict) -> dict[str, dict]:
+    return {f["name"]: f for f in report["functions"] if f["owner"] == "user"}
+
+
+def user_events(report: dict, name: str) -> list[dict]:
+    return [e for e in report["events"] if e["function"] == name]

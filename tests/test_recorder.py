@@ -1,0 +1,103 @@
+"""The recorder's contract: nothing on cache hits, never raising into user code, JAX restored."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax._src import monitoring as jax_monitoring
+from jax._src import pjit
+
+from recompile_cli import frames, jax_internals
+from recompile_cli.analysis import analyse
+from recompile_cli.recorder import Recorder
+
+
+def _listener_count() -> int:
+    return len(jax_monitoring.get_event_duration_listeners())
+
+
+def test_jax_is_left_as_found():
+    trace, lower, listeners = pjit._trace_for_jit, pjit._pjit_lower, _listener_count()
+    with Recorder("t") as recorder:
+        assert pjit._trace_for_jit is not trace and _listener_count() == listeners + 1
+        jax.jit(lambda x: x + 1)(jnp.ones(2))
+    assert pjit._trace_for_jit is trace and pjit._pjit_lower is lower
+    assert _listener_count() == listeners
+    events = len(recorder.session.events)
+    jax.jit(lambda x: x * 3)(jnp.ones(5))  # after stop: not recorded
+    assert len(recorder.session.events) == events
+
+
+def test_jax_is_restored_when_the_program_raises():
+    trace = pjit._trace_for_jit
+    with pytest.raises(ZeroDivisionError):
+        with Recorder("t"):
+            1 / 0
+    assert pjit._trace_for_jit is trace
+
+
+def test_nothing_of_ours_runs_on_cache_hits(monkeypatch):
+    calls = []
+    real = frames.user_call_site
+    monkeypatch.setattr(frames, "user_call_site", lambda skip=1: calls.append(1) or real(skip))
+    f = jax.jit(lambda x: x * 2)
+    x = jnp.ones(4)
+    with Recorder("t") as recorder:
+        f(x).block_until_ready()
+        after_first = len(calls)
+        for _ in range(1000):
+            f(x)
+        assert len(calls) == after_first
+    report = analyse(recorder.session)
+    [row] = report.functions[report.functions["name"] == "<lambda>"].itertuples()
+    assert (row.traces, row.compiles) == (1, 1)
+
+
+def test_a_failing_hook_never_raises_into_user_code(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("bug in recompile-cli")
+
+    monkeypatch.setattr(jax_internals, "_trace_info", broken)
+    monkeypatch.setattr(jax_internals, "_lower_info", broken)
+    with Recorder("t") as recorder:
+        result = jax.jit(lambda x: x + 1)(jnp.ones(3))
+    assert result.tolist() == [2.0, 2.0, 2.0]
+    assert any("internal recorder error" in w for w in recorder.session.warnings)
+
+
+def test_a_failing_listener_never_raises_into_user_code(monkeypatch):
+    monkeypatch.setattr(Recorder, "_on_stage", lambda self, *a: 1 / 0)
+    with Recorder("t", hook_mode="public-only") as recorder:
+        assert jax.jit(lambda x: x - 1)(jnp.ones(2)).tolist() == [0.0, 0.0]
+    assert any("internal recorder error" in w for w in recorder.session.warnings)
+
+
+def test_missing_internals_degrade_to_public_events(monkeypatch):
+    monkeypatch.setattr(jax_internals, "probe", lambda: "this JAX version lacks X")
+    f = jax.jit(lambda x: x + 1)
+    with Recorder("t") as recorder:
+        f(jnp.ones(2)); f(jnp.ones(3))
+    session = recorder.session
+    assert session.environment.hook_mode == "public-only"
+    assert any("lacks X" in w and "public" in w for w in session.warnings)
+    mine = [e for e in session.events if e.function == "<lambda>"]
+    assert [(e.traced, e.compiled) for e in mine] == [(True, True), (True, True)]
+    assert all(e.signature is None for e in mine)
+
+
+def test_events_from_threads_are_kept_apart():
+    import threading
+
+    f = jax.jit(lambda x: x + 1)
+    g = jax.jit(lambda x: x * 2)
+    with Recorder("t") as recorder:
+        threads = [threading.Thread(target=lambda fn=fn, n=n: fn(jnp.ones(n)))
+                   for fn, n in ((f, 3), (g, 5))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    mine = [e for e in recorder.session.events if e.function == "<lambda>"]
+    assert sorted(e.signature.leaves["x"].shape for e in mine) == [(3,), (5,)]
+    assert all(e.traced and e.compiled for e in mine)

@@ -1,0 +1,141 @@
+"""The argument spec: every value form, sweeps and placeholders, and every validation error."""
+
+from __future__ import annotations
+
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from recompile_cli.errors import SpecError
+from recompile_cli.loader import resolver
+from recompile_cli.spec import ArraySpec, CallSpec, ScalarSpec, TupleSpec, load_spec, materialize
+
+
+def write(tmp_path, text, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_issue_example_expands_repeat_and_sweeps(tmp_path):
+    spec = load_spec(write(tmp_path, """
+        jit:
+          static_argnames: [mode]
+        defaults: {dtype: float32, fill: normal, seed: 0}
+        calls:
+          - args: [{array: [100, 100]}, 3]
+            kwargs: {mode: "fast"}
+            repeat: 2
+          - sweep: {n: [32, 32, 17]}
+            args: [{array: ["${n}", 128], dtype: bfloat16}]
+          - sweep: {n: {range: [1, 41]}}
+            args: [{array: ["${n}"]}]
+    """))
+    assert spec.jit_options == {"static_argnames": ("mode",)}
+    assert len(spec.cases) == 2 + 3 + 40
+    first = spec.cases[0]
+    assert first.args == (ArraySpec("array", (100, 100), "float32", "normal", 0), 3)
+    assert first.kwargs == {"mode": "fast"}
+    assert first.label == "spec.yaml calls[0] (repeat 1/2)"
+    assert spec.cases[4].args[0] == ArraySpec("array", (17, 128), "bfloat16", "normal", 0)
+    assert spec.cases[4].label == "spec.yaml calls[1] n=17"
+    assert [c.args[0].shape for c in spec.cases[5:]] == [(n,) for n in range(1, 41)]
+
+
+def test_value_forms(tmp_path):
+    spec = load_spec(write(tmp_path, """
+        calls:
+          - args:
+              - 2.5
+              - {numpy: [3], dtype: int32, fill: arange}
+              - {scalar: 2.0, dtype: float32}
+              - [1, 2]
+              - {tuple: [1, {array: 2}]}
+              - {w: {array: [2, 2], fill: ones}}
+              - {dict: {array: 1, call: 2}}
+              - {call: "numpy:zeros", args: [[2]]}
+              - "n=${k}"
+            sweep: {k: [7]}
+    """))
+    args = spec.cases[0].args
+    assert args[0] == 2.5
+    assert args[2] == ScalarSpec(2.0, "float32")
+    assert isinstance(args[4], TupleSpec)
+    assert args[6] == {"array": 1, "call": 2}
+    assert isinstance(args[7], CallSpec) and args[8] == "n=7"
+    values = [materialize(v, resolver()) for v in args]
+    assert isinstance(values[1], np.ndarray) and values[1].tolist() == [0, 1, 2]
+    assert isinstance(values[2], jax.Array) and not values[2].weak_type
+    assert values[2].dtype == np.float32
+    assert values[3] == [1, 2] and isinstance(values[4], tuple)
+    assert isinstance(values[4][1], jax.Array) and values[4][1].shape == (2,)
+    assert values[5]["w"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert values[7].tolist() == [0.0, 0.0]
+
+
+def test_whole_placeholder_keeps_the_type(tmp_path):
+    spec = load_spec(write(tmp_path, """
+        calls:
+          - sweep: {n: [3]}
+            args: ["${n}", {array: ["${n}"]}]
+    """))
+    assert spec.cases[0].args[0] == 3
+    assert spec.cases[0].args[1].shape == (3,)
+
+
+def test_seeded_fills_are_reproducible(tmp_path):
+    spec = load_spec(write(tmp_path, "calls: [{args: [{array: [4], seed: 5}]}]"))
+    a = materialize(spec.cases[0].args[0], resolver())
+    b = materialize(spec.cases[0].args[0], resolver())
+    assert a.tolist() == b.tolist()
+
+
+def test_missing_calls_means_one_call_without_arguments(tmp_path):
+    spec = load_spec(write(tmp_path, "jit: {static_argnums: 1}"))
+    assert [(c.args, c.kwargs) for c in spec.cases] == [((), {})]
+    assert spec.jit_options == {"static_argnums": (1,)}
+
+
+@pytest.mark.parametrize("text, field, line, words", [
+    ("calls:\n  - args: [{array: [2, -1]}]\n", "calls[0].args[0].array", 2, "non-negative"),
+    ("calls:\n  - args: [{array: [2], dtype: float31}]\n", "calls[0].args[0].dtype", 2,
+     "unknown dtype 'float31'"),
+    ("calls:\n  - args: [{array: [2], fill: random}]\n", "calls[0].args[0].fill", 2,
+     "unknown fill"),
+    ("calls:\n  - args: [1]\n    repeat: 0\n", "calls[0].repeat", 3, "positive integer"),
+    ("calls:\n  - args: [1]\n    repaet: 2\n", "calls[0].repaet", 3, "unknown field 'repaet'"),
+    ("calls:\n  - sweep: {n: [1]}\n    args: [\"${m}\"]\n", "calls[0].args[0]", 3,
+     "placeholder ${m}"),
+    ("calls:\n  - sweep: {n: {range: [1, 5, 0]}}\n", "calls[0].sweep.n.range", 2, "step"),
+    ("calls:\n  - sweep: {n: []}\n", "calls[0].sweep.n", 2, "non-empty"),
+    ("calls: []\n", "calls", 1, "non-empty list"),
+    ("calls:\n  - args: {a: 1}\n", "calls[0].args", 2, "list"),
+    ("jit: {static_argnums: [a]}\n", "jit.static_argnums", 1, "int"),
+    ("jit: {static: [1]}\n", "jit.static", 1, "unknown field 'static'"),
+    ("defaults: {dtype: f32}\n", "defaults.dtype", 1, "unknown dtype"),
+    ("calls:\n  - args: [{array: [2], numpy: [2]}]\n", "calls[0].args[0]", 2, "one form"),
+    ("calls:\n  - args: [{scalar: abc}]\n", "calls[0].args[0].scalar", 2, "number"),
+    ("calls:\n  - args: [{call: nocolon}]\n", "calls[0].args[0].call", 2, "module:function"),
+    ("- just\n- a list\n", "(top level)", None, "mapping"),
+])
+def test_spec_errors_name_file_field_and_line(tmp_path, text, field, line, words):
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert str(path) in message and f"field {field}:" in message and words in message
+    if line is not None:
+        assert f"line {line}," in message
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    path = write(tmp_path, "calls:\n  - args: [1, 2\n  - x\n")
+    with pytest.raises(SpecError, match=r"spec.yaml, line \d+: not valid YAML"):
+        load_spec(path)
+
+
+def test_missing_spec_file(tmp_path):
+    with pytest.raises(SpecError, match="Cannot read the spec file"):
+        load_spec(tmp_path / "nope.yaml")
