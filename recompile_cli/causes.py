@@ -23,10 +23,11 @@ ARG_PASSING = "arg_passing"
 NEW_FUNCTION = "new_function"
 TRACING_CONTEXT = "tracing_context"
 SHARDING = "sharding"
+DERIVED_JAXPR = "derived_jaxpr"
 UNKNOWN = "unknown"
 
 CAUSE_CODES = (FIRST_COMPILE, SHAPE, DTYPE, WEAK_TYPE, STATIC_VALUE, TREE_STRUCTURE, ARG_PASSING,
-               NEW_FUNCTION, TRACING_CONTEXT, SHARDING, UNKNOWN)
+               NEW_FUNCTION, TRACING_CONTEXT, SHARDING, DERIVED_JAXPR, UNKNOWN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +81,11 @@ def _explain_without_retrace(event: Event) -> list[Cause]:
         return [Cause(SHARDING, argument=c.argument, before=c.before, after=c.after,
                       detail=_LOWERING_FIELD_TEXT.get(c.field, f"{c.field} changed"))
                 for c in event.lowering_changes]
-    return [Cause(UNKNOWN, detail="compiled again without a re-trace: a new jaxpr, e.g. "
-                  "derived by grad/vmap of this jitted function, or an AOT lowering")]
+    if event.lowering_changes is None:
+        return [Cause(DERIVED_JAXPR, detail="compiled again without a re-trace: a new jaxpr "
+                      "derived from this jitted function by a transformation (grad, vjp, vmap) "
+                      "applied outside jit")]
+    return [Cause(UNKNOWN, detail="compiled again without a re-trace, with the same lowering key")]
 
 
 _LOWERING_FIELD_TEXT = {

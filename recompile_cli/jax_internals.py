@@ -17,6 +17,7 @@ into user code.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -69,6 +70,7 @@ class TraceInfo:
     positional: int
     keywords: tuple[str, ...]
     context: dict[str, str]
+    function_kind: str
     error: BaseException | None
 
 
@@ -244,7 +246,21 @@ def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error) -> Tra
         eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
         retraced=True, seconds=seconds, leaves=leaves, static=static, structure=structure,
         positional=len(args), keywords=tuple(sorted(kwargs)), context=trace_context(),
-        error=error)
+        function_kind=function_kind(fun), error=error)
+
+
+def function_kind(fun: Any) -> str:
+    """What kind of callable ``fun`` is, to name the pattern behind a new function object."""
+    if isinstance(fun, functools.partial):
+        return "partial"
+    if inspect.ismethod(fun):
+        return "bound_method"
+    name = getattr(fun, "__name__", "")
+    if name == "<lambda>":
+        return "lambda"
+    if "<locals>" in getattr(fun, "__qualname__", ""):
+        return "closure"
+    return "function"
 
 
 def _misses(cache: Any) -> int:

@@ -48,7 +48,9 @@ class Signature:
     static argument names to ``repr`` of their values; ``structure`` maps each top-level argument
     to its pytree structure; ``positional``/``keywords`` say how arguments were passed;
     ``context`` holds the tracing-context entries that differ from the session's base context;
-    ``function_id`` tells function objects apart (a new lambda gets a new id).
+    ``function_id`` tells function objects apart (a new lambda gets a new id) and
+    ``function_kind`` says what kind of callable it was: ``function``, ``lambda``, ``partial``,
+    ``bound_method`` or ``closure`` (a function defined inside another function).
     """
 
     leaves: dict[str, Leaf] = field(default_factory=dict)
@@ -58,6 +60,7 @@ class Signature:
     keywords: tuple[str, ...] = ()
     context: dict[str, str] = field(default_factory=dict)
     function_id: int = 0
+    function_kind: str = "function"
 
     def describe(self) -> dict[str, str]:
         """Argument path -> short description, statics included, for reports."""
@@ -96,6 +99,8 @@ class Event:
     ``traced`` is a real re-trace of Python code; ``compiled`` an XLA backend compile.
     ``lowering_changes`` is set for a compile without re-trace: what changed in the lowering key;
     ``None`` means no previous lowering of that jaxpr existed (a jaxpr derived by grad/vmap).
+    ``persistent_cache`` is ``hit``, ``miss_written`` or ``miss_not_written`` (compiled faster
+    than JAX's minimum for writing) when a persistent compilation cache is configured.
     """
 
     seq: int
@@ -114,6 +119,20 @@ class Event:
     signature: Signature | None = None
     lowering_changes: tuple[Change, ...] | None = None
     error: TraceError | None = None
+    persistent_cache: str | None = None
+    cache_saved_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StaleCapture:
+    """A global or closure variable read by traced code that changed after the trace."""
+
+    function: str
+    defined_at: str | None
+    variable: str
+    scope: str  # "global" | "closure"
+    traced_value: str
+    current_value: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +141,7 @@ class Environment:
     python_version: str
     backend: str
     hook_mode: str  # "private" | "public-only"
+    compilation_cache_dir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +155,7 @@ class Session:
     base_context: dict[str, str] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)  # function key -> calls, where known
     warnings: tuple[str, ...] = ()
+    stale_captures: tuple[StaleCapture, ...] = ()
     target_exception: str | None = None
     schema_version: int = SCHEMA_VERSION
 

@@ -18,12 +18,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import frames, jax_internals
-from .model import Environment, Event, Leaf, Session, Signature, TraceError, Change
+from .captures import Snapshot
+from .model import (Change, Environment, Event, Leaf, Session, Signature, StaleCapture,
+                    TraceError)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _STAGES = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
+# Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
+# start of a backend compile and its COMPILE_EVENT, so they belong to the compile that follows).
+_CACHE_STATUS = {
+    "/jax/compilation_cache/compile_requests_use_cache": "miss_not_written",
+    "/jax/compilation_cache/cache_misses": "miss_written",
+    "/jax/compilation_cache/cache_hits": "hit",
+}
+CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
 
 PRIVATE = "private"
 PUBLIC_ONLY = "public-only"
@@ -49,6 +59,8 @@ class _Draft:
     signature: Signature | None = None
     lowering_changes: tuple[Change, ...] | None = None
     error: TraceError | None = None
+    persistent_cache: str | None = None
+    cache_saved_seconds: float = 0.0
 
 
 def _bare(name: str | None) -> str | None:
@@ -85,6 +97,8 @@ class Recorder:
         self._call_index: int | None = None
         self._call_label: str | None = None
         self._paused = False
+        self._cache_dir: str | None = None
+        self._snapshots: list[tuple[str, str | None, Snapshot]] = []
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -104,7 +118,9 @@ class Recorder:
                                       "counting compiles and times from the public "
                                       "jax.monitoring events only, without causes")
         self.hook_mode = PRIVATE if self._hooks else PUBLIC_ONLY
+        self._cache_dir = _configured_cache_dir()
         monitoring.register_event_duration_secs_listener(self._on_duration)
+        monitoring.register_event_listener(self._on_event)
         return self
 
     def stop(self, target_exception: str | None = None,
@@ -113,10 +129,8 @@ class Recorder:
         from jax import monitoring
 
         self._wall = time.perf_counter() - self._t0
-        unregister = getattr(monitoring, "unregister_event_duration_listener", None)
-        if unregister is None:  # JAX < 0.8 has only the private, test-only unregister
-            unregister = getattr(monitoring, "_unregister_event_duration_listener_by_callback")
-        unregister(self._on_duration)
+        _unregister(monitoring, "event_duration", self._on_duration)
+        _unregister(monitoring, "event", self._on_event)
         if self._hooks is not None:
             self._warnings.extend(self._hooks.uninstall())
             self._hooks = None
@@ -128,13 +142,20 @@ class Recorder:
                                   "recorded")
         drafts = sorted(self._drafts, key=lambda d: d.start)
         events = tuple(_freeze(i, d) for i, d in enumerate(drafts))
+        stale = self._stale_captures()
+        self._warnings.extend(
+            f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
+            f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
+            f"{s.traced_value}. Pass it as an argument (static if it changes the program)."
+            for s in stale)
         self.session = Session(
             environment=Environment(jax_version=jax.__version__,
                                     python_version=platform.python_version(),
-                                    backend=jax.default_backend(), hook_mode=self.hook_mode),
+                                    backend=jax.default_backend(), hook_mode=self.hook_mode,
+                                    compilation_cache_dir=self._cache_dir),
             target=self.target, events=events, wall_seconds=self._wall,
             base_context=dict(self._base_context), calls=dict(calls or {}),
-            warnings=tuple(self._warnings),
+            warnings=tuple(self._warnings), stale_captures=tuple(stale),
             target_exception=target_exception)
         return self.session
 
@@ -167,6 +188,18 @@ class Recorder:
             stage = _STAGES.get(event)
             if stage is not None and not self._paused:
                 self._on_stage(stage, _bare(kwargs.get("fun_name")), duration)
+            elif event == CACHE_SAVED_EVENT:
+                self._local.cache_saved = duration
+        except Exception as exc:
+            self._on_internal_error(exc)
+
+    def _on_event(self, event: str, **kwargs: Any) -> None:
+        try:
+            status = _CACHE_STATUS.get(event)
+            if status is not None and self._cache_dir:
+                if status == "miss_not_written":  # a new request: reset what the last one left
+                    self._local.cache_saved = 0.0
+                self._local.cache_status = status
         except Exception as exc:
             self._on_internal_error(exc)
 
@@ -194,6 +227,9 @@ class Recorder:
                 current.lowered, current.lower_seconds = True, pending[1]
             local.pending_lower = None
             current.compiled, current.compile_seconds = True, seconds
+            current.persistent_cache = getattr(local, "cache_status", None)
+            current.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
+            local.cache_status, local.cache_saved = None, 0.0
 
     def _on_trace(self, info: jax_internals.TraceInfo) -> None:
         if self._paused:
@@ -205,9 +241,13 @@ class Recorder:
         draft.signature = Signature(
             leaves=info.leaves, static=info.static, structure=info.structure,
             positional=info.positional, keywords=info.keywords, context=context,
-            function_id=self._function_id(info.fun))
+            function_id=self._function_id(info.fun), function_kind=info.function_kind)
         if info.error is not None:
             draft.error = _trace_error(info.error, info.leaves)
+        elif draft.owner == "user":
+            snapshot = Snapshot.take(info.fun)
+            if snapshot is not None:
+                self._snapshots.append((info.name, info.defined_at, snapshot))
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
 
@@ -242,6 +282,17 @@ class Recorder:
             self._drafts.append(draft)
         return draft
 
+    def _stale_captures(self) -> list[StaleCapture]:
+        found: dict[tuple, StaleCapture] = {}
+        for name, defined_at, snapshot in self._snapshots:
+            try:
+                for variable, scope, then, now in snapshot.stale():
+                    found.setdefault((name, defined_at, variable), StaleCapture(
+                        name, defined_at, variable, scope, then, now))
+            except Exception as exc:
+                self._on_internal_error(exc)
+        return list(found.values())
+
     def _function_id(self, fun: Any) -> int:
         """A small integer per distinct function object (ids alone can be reused after GC)."""
         key = id(fun)
@@ -259,8 +310,20 @@ class Recorder:
         return self._next_function_id
 
 
-_CONCRETIZATION_ERRORS = ("ConcretizationTypeError", "TracerBoolConversionError",
-                          "TracerIntegerConversionError", "TracerArrayConversionError")
+def _configured_cache_dir() -> str | None:
+    import jax
+
+    try:
+        return jax.config.jax_compilation_cache_dir or None
+    except AttributeError:
+        return None
+
+
+def _unregister(monitoring: Any, kind: str, callback: Any) -> None:
+    public = getattr(monitoring, f"unregister_{kind}_listener", None)
+    if public is None:  # JAX < 0.8 has only the private, test-only unregister
+        public = getattr(monitoring, f"_unregister_{kind}_listener_by_callback")
+    public(callback)
 
 
 def _trace_error(exc: BaseException, leaves: dict[str, Leaf]) -> TraceError:
@@ -285,4 +348,5 @@ def _freeze(seq: int, d: _Draft) -> Event:
         call_site=d.call_site, call_index=d.call_index, depth=d.depth, traced=d.traced,
         compiled=d.compiled, start_seconds=max(d.start, 0.0), trace_seconds=d.trace_seconds,
         lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
-        signature=d.signature, lowering_changes=d.lowering_changes, error=d.error)
+        signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
+        persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds)

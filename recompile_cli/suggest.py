@@ -1,8 +1,9 @@
-"""Advice from recorded causes: one suggestion per (user function, cause code, argument).
+"""Advice from recorded causes, with the compile count each fix would have given this run.
 
-Pure: takes events and their causes, returns ``Suggestion``s with the fix and the evidence.
-Only functions the user owns get suggestions; JAX's and libraries' internals are not theirs
-to fix.
+Pure: takes events and their causes, returns ``Suggestion``s. One suggestion per (user function,
+cause code, argument), only for top-level events: a nested trace is a consequence of its
+parent's, and JAX's or a library's internals are not the user's to fix. Predictions come from
+``predict``: the distinct signatures the recorded calls would have had under the fix.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from . import predict
 from .causes import (ARG_PASSING, DTYPE, NEW_FUNCTION, SHAPE, SHARDING, STATIC_VALUE,
                      TRACING_CONTEXT, TREE_STRUCTURE, WEAK_TYPE, Cause)
-from .model import Event
+from .model import Event, Signature, function_key
 
 TRACE_ERROR = "trace_error"
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",
@@ -27,23 +29,51 @@ class Suggestion:
     predicted_compiles: int | None = None
 
 
+@dataclass(frozen=True)
+class _Group:
+    name: str
+    argument: str | None
+    events: list[Event]
+    causes: list[Cause]
+    signatures: list[Signature]  # every successful top-level trace of the function, in order
+
+    @property
+    def compiles(self) -> int:
+        return predict.compiles_after(self.signatures, lambda s: s)
+
+    def values(self) -> list[str]:
+        seen: list[str] = []
+        for cause in self.causes:
+            for value in (cause.before, cause.after):
+                if value is not None and value not in seen:
+                    seen.append(value)
+        return seen
+
+
 def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> Iterator[Suggestion]:
-    groups: dict[tuple[str, str, str | None], list[tuple[Event, Cause]]] = {}
+    top = [e for e in events if e.owner == "user" and e.depth == 0]
+    signatures: dict[str, list[Signature]] = {}
+    groups: dict[tuple[str, str, str | None], tuple[list[Event], list[Cause]]] = {}
     errors: dict[tuple[str, str | None], Event] = {}
-    for event in events:
-        if event.owner != "user":
-            continue
+    for event in top:
+        key = function_key(event.function, event.defined_at)
         if event.error is not None:
             errors.setdefault((event.function, event.error.argument), event)
             continue
+        if event.traced and event.signature is not None:
+            signatures.setdefault(key, []).append(event.signature)
         cause = causes[event.seq][0]
-        groups.setdefault((event.function, cause.code, cause.argument), []).append((event, cause))
+        found = groups.setdefault((key, cause.code, cause.argument), ([], []))
+        found[0].append(event)
+        found[1].append(cause)
     for (name, argument), event in errors.items():
         yield _trace_error(name, argument, event)
-    for (name, code, argument), items in groups.items():
-        message = _MESSAGES.get(code)
-        if message is not None:
-            yield Suggestion(name, code, message(name, argument, items))
+    for (key, code, argument), (group_events, group_causes) in groups.items():
+        rule = _RULES.get(code)
+        if rule is not None:
+            group = _Group(group_events[0].function, argument, group_events, group_causes,
+                           signatures.get(key, []))
+            yield rule(group)
 
 
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
@@ -59,13 +89,148 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
     return Suggestion(name, TRACE_ERROR, message)
 
 
-def _values(items: list[tuple[Event, Cause]]) -> list[str]:
-    seen: list[str] = []
-    for _, cause in items:
-        for value in (cause.before, cause.after):
-            if value is not None and value not in seen:
-                seen.append(value)
-    return seen
+def _shape(g: _Group) -> Suggestion:
+    path = g.argument or ""
+    dims = predict.varying_dims(g.signatures, path)
+    if not dims:
+        return Suggestion(g.name, SHAPE, f"{g.name} was re-compiled {_times(len(g.events))} for "
+                          f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
+                          "fixed sizes and mask the padding, so that one shape is reused.")
+    dim, values = max(dims.items(), key=lambda item: len(item[1]))
+    axis = _same_axis(g.signatures, values)
+    dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
+    where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
+    sizes = [s.leaves[path].shape[dim] for s in g.signatures if path in s.leaves]
+    last = sizes[-1]
+    if len(values) == 2 and last == min(values) and sizes.count(last) == 1:
+        full = max(values)
+        after = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
+        return Suggestion(g.name, SHAPE, (
+            f"the last batch is smaller: {where} is {full}, then {last} once at the "
+            f"end. Pad the last batch to {full} (and mask it) or drop it (drop_last): "
+            f"{g.compiles} compiles -> {after}."), after)
+    if len(values) >= 3:
+        pow2 = predict.compiles_after(g.signatures, _on_axis(axis, predict.next_power_of_two))
+        width = predict.multiple_for(values)
+        multiples = predict.compiles_after(g.signatures, _on_axis(axis, predict.round_up(width)))
+        buckets = sorted({predict.next_power_of_two(v) for v in values})
+        return Suggestion(g.name, SHAPE, (
+            f"{where} took {len(values)} values ({min(values)}..{max(values)}): "
+            f"{g.compiles} compiles -> {pow2} with power-of-two buckets of {where} "
+            f"({_listed([str(b) for b in buckets], 8)}), or {multiples} with multiples of "
+            f"{width}. Pad along that dimension to the bucket size and mask the padding."),
+            pow2)
+    full = max(values)
+    after = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
+    return Suggestion(g.name, SHAPE, (
+        f"{where} took the values {_listed([str(v) for v in values])}: pad to "
+        f"{full} (and mask) so that one shape is reused: {g.compiles} compiles -> {after}."),
+        after)
+
+
+def _same_axis(signatures: list[Signature], values: list[int]) -> list[tuple[str, int]]:
+    """Every (path, dim) that varies over the same sizes: one axis, e.g. the batch."""
+    paths = {p for s in signatures for p in s.leaves}
+    return [(p, d) for p in sorted(paths) for d, vs in predict.varying_dims(signatures, p).items()
+            if set(vs) == set(values)]
+
+
+def _on_axis(axis: list[tuple[str, int]], bucket) -> predict.Transform:
+    transforms = [predict.map_dim(path, dim, bucket) for path, dim in axis]
+
+    def transform(sig: Signature) -> Signature:
+        for t in transforms:
+            sig = t(sig)
+        return sig
+
+    return transform
+
+
+def _dtype(g: _Group) -> Suggestion:
+    first = g.signatures[0].leaves.get(g.argument or "") if g.signatures else None
+    after = (predict.compiles_after(g.signatures, predict.one_dtype(g.argument, first.dtype))
+             if first else None)
+    return Suggestion(g.name, DTYPE, (
+        f"`{g.argument}` reached {g.name} with different dtypes ({_listed(g.values())}). Cast "
+        f"it once before the call, e.g. `{g.argument}.astype(jnp.float32)`"
+        + (f": {g.compiles} compiles -> {after}." if after is not None else ".")), after)
+
+
+def _weak_type(g: _Group) -> Suggestion:
+    after = predict.compiles_after(g.signatures, predict.strong_type(g.argument or ""))
+    return Suggestion(g.name, WEAK_TYPE, (
+        f"`{g.argument}` was passed to {g.name} both as a Python scalar (weakly typed) and as "
+        f"a typed array ({_listed(g.values())}). Convert it the same way at every call site, "
+        f"`jnp.asarray({g.argument}, dtype=...)`: {g.compiles} compiles -> {after}."), after)
+
+
+def _static(g: _Group) -> Suggestion:
+    values = g.values()
+    after = predict.compiles_after(g.signatures, predict.without_static(g.argument or ""))
+    return Suggestion(g.name, STATIC_VALUE, (
+        f"static argument `{g.argument}` of {g.name} took {len(values)} values "
+        f"({_listed(values)}); each new value compiles again. If it changes often, pass it as "
+        "a traced array instead (branch with `jax.lax.cond` / `jnp.where`): "
+        f"{g.compiles} compiles -> {after}; or narrow the values it can take."), after)
+
+
+def _tree(g: _Group) -> Suggestion:
+    return Suggestion(g.name, TREE_STRUCTURE, (
+        f"the pytree structure of `{g.argument}` changed between calls of {g.name} "
+        f"({_listed(g.values(), 3)}). Keep containers the same (same dict keys, same list "
+        "lengths); pad or mask instead of adding or removing entries."))
+
+
+def _passing(g: _Group) -> Suggestion:
+    after = predict.compiles_after(g.signatures, predict.same_passing)
+    how = f" (e.g. always `{g.argument}=...` by keyword)" if g.argument else ""
+    return Suggestion(g.name, ARG_PASSING, (
+        f"{g.name} was called with its arguments passed in different ways "
+        f"({_listed(g.values(), 2)}); JAX keys its cache on how arguments are passed. Pass "
+        f"them the same way in every call{how}: {g.compiles} compiles -> {after}."), after)
+
+
+_NEW_OBJECT = {
+    "lambda": "the lambda defined at {defined_at} is created anew for every call; define it "
+              "once, outside the loop (or use a named module-level function)",
+    "closure": "{name} is defined inside another function (at {defined_at}) and a new one is "
+               "made on every call; build it once, or move it to module level and pass what it "
+               "captures as arguments",
+    "partial": "a new functools.partial of {name} is made before every call (called at "
+               "{call_site}); create it once outside the loop, or pass the bound values as "
+               "(static) arguments",
+    "bound_method": "jax.jit(obj.{name}) wraps a new bound method every time (called at "
+                    "{call_site}); jit it once outside the loop, or jit the plain function and "
+                    "pass the object's data as arguments",
+    "function": "a new function object is created for every call (called at {call_site}); "
+                "hoist the `jax.jit(...)` out of the loop",
+}
+
+
+def _new_function(g: _Group) -> Suggestion:
+    event = g.events[0]
+    kind = event.signature.function_kind if event.signature else "function"
+    text = _NEW_OBJECT.get(kind, _NEW_OBJECT["function"]).format(
+        name=g.name, defined_at=event.defined_at, call_site=event.call_site)
+    after = predict.compiles_after(g.signatures, predict.same_function)
+    return Suggestion(g.name, NEW_FUNCTION, (
+        f"{g.name} was traced {_times(len(g.events))} more as a new function object: {text}: "
+        f"{g.compiles} compiles -> {after}."), after)
+
+
+def _context(g: _Group) -> Suggestion:
+    return Suggestion(g.name, TRACING_CONTEXT, (
+        f"the tracing context `{g.argument}` changed between calls of {g.name} "
+        f"({_listed(g.values(), 2)}). Set such config flags and context managers once, outside "
+        "the loop."))
+
+
+def _sharding(g: _Group) -> Suggestion:
+    what = f"`{g.argument}`" if g.argument else "its inputs"
+    return Suggestion(g.name, SHARDING, (
+        f"{g.name} was compiled again without a re-trace because {what} arrived with a "
+        "different placement or donation (e.g. committed to a device by `jax.device_put`). "
+        "Place inputs the same way at every call."))
 
 
 def _times(n: int) -> str:
@@ -77,67 +242,6 @@ def _listed(values: list[str], limit: int = 5) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-def _shape(name, argument, items):
-    values = _values(items)
-    return (f"{name} was re-compiled {_times(len(items))} for new shapes of `{argument}` "
-            f"({_listed(values)}). Pad inputs to a few fixed sizes (buckets) and mask the "
-            "padding, or drop/pad a last partial batch, so that one shape is reused.")
-
-
-def _dtype(name, argument, items):
-    return (f"`{argument}` reached {name} with different dtypes ({_listed(_values(items))}). "
-            f"Cast it once before the call, e.g. `{argument}.astype(jnp.float32)`.")
-
-
-def _weak_type(name, argument, items):
-    return (f"`{argument}` was passed to {name} both as a Python scalar (weakly typed) and as "
-            f"a typed array ({_listed(_values(items))}). Convert it the same way at every call "
-            f"site: `jnp.asarray({argument}, dtype=...)`.")
-
-
-def _static(name, argument, items):
-    values = _values(items)
-    return (f"static argument `{argument}` of {name} took {len(values)} values "
-            f"({_listed(values)}); each new value compiles again. If it changes often, pass it "
-            "as a traced array instead (branch with `jax.lax.cond` / `jnp.where`), or narrow "
-            "the values it can take.")
-
-
-def _tree(name, argument, items):
-    return (f"the pytree structure of `{argument}` changed between calls of {name} "
-            f"({_listed(_values(items), 3)}). Keep containers the same (same dict keys, same "
-            "list lengths); pad or mask instead of adding or removing entries.")
-
-
-def _passing(name, argument, items):
-    how = f" (e.g. always `{argument}=...` by keyword)" if argument else ""
-    return (f"{name} was called with its arguments passed in different ways "
-            f"({_listed(_values(items), 2)}); JAX keys its cache on how arguments are passed. "
-            f"Pass them the same way in every call{how}.")
-
-
-def _new_function(name, argument, items):
-    sites = sorted({e.call_site for e, _ in items if e.call_site})
-    at = f" at {sites[0]}" if sites else ""
-    return (f"{name} was traced {_times(len(items))} more as a new function object each "
-            f"time{at}. Create it once and reuse it: hoist the `jax.jit(...)`, the lambda or "
-            "the `functools.partial` out of the loop (for methods, jit the function once and "
-            "pass `self`'s data as arguments).")
-
-
-def _context(name, argument, items):
-    return (f"the tracing context `{argument}` changed between calls of {name} "
-            f"({_listed(_values(items), 2)}). Set such config flags and context managers once, "
-            "outside the loop.")
-
-
-def _sharding(name, argument, items):
-    what = f"`{argument}`" if argument else "its inputs"
-    return (f"{name} was compiled again without a re-trace because {what} arrived with a "
-            "different placement or donation (e.g. committed to a device by "
-            "`jax.device_put`). Place inputs the same way at every call.")
-
-
-_MESSAGES = {SHAPE: _shape, DTYPE: _dtype, WEAK_TYPE: _weak_type, STATIC_VALUE: _static,
-             TREE_STRUCTURE: _tree, ARG_PASSING: _passing, NEW_FUNCTION: _new_function,
-             TRACING_CONTEXT: _context, SHARDING: _sharding}
+_RULES = {SHAPE: _shape, DTYPE: _dtype, WEAK_TYPE: _weak_type, STATIC_VALUE: _static,
+          TREE_STRUCTURE: _tree, ARG_PASSING: _passing, NEW_FUNCTION: _new_function,
+          TRACING_CONTEXT: _context, SHARDING: _sharding}

@@ -132,8 +132,10 @@ def test_new_function_lambda_recreated_in_loop(record):
             jax.jit(lambda v: v + 1)(x)
     """)
     assert causes_of(report, "<lambda>") == ["first_compile", "new_function", "new_function"]
-    suggestion = [s for s in report["suggestions"] if s["code"] == "new_function"]
-    assert suggestion and "hoist" in suggestion[0]["message"]
+    [suggestion] = [s for s in report["suggestions"] if s["code"] == "new_function"]
+    assert "the lambda defined at" in suggestion["message"]
+    assert "prog.py:5" in suggestion["message"]  # the line that creates the new object
+    assert "3 compiles -> 1" in suggestion["message"] and suggestion["predicted_compiles"] == 1
 
 
 def test_new_function_bound_method_rewrapped(record):
@@ -146,6 +148,9 @@ def test_new_function_bound_method_rewrapped(record):
             jax.jit(m.step)(jnp.ones(3))
     """)
     assert causes_of(report, "step") == ["first_compile", "new_function"]
+    [suggestion] = [s for s in report["suggestions"] if s["code"] == "new_function"]
+    assert "jax.jit(obj.step) wraps a new bound method" in suggestion["message"]
+    assert "prog.py:7" in suggestion["message"]
 
 
 def test_tracing_context_config_change(record):
@@ -187,8 +192,9 @@ def test_jaxpr_derived_by_grad_is_a_compile_without_retrace(record):
     """)
     later = user_events(report, "f")[1:]
     assert later and all(not e["traced"] and e["compiled"] for e in later)
-    assert {e["cause"]["code"] for e in later} == {"unknown"}
-    assert "grad/vmap" in later[0]["cause"]["detail"]
+    assert {e["cause"]["code"] for e in later} == {"derived_jaxpr"}
+    assert {e["kind"] for e in later} == {"compiled_without_retrace"}
+    assert "grad" in later[0]["cause"]["detail"]
 
 
 def test_trace_error_names_argument_and_suggests_static(record):

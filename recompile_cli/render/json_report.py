@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ..analysis import Report
+from ..analysis import Report, event_kind
 from ..model import SCHEMA_VERSION, Event
 
 
@@ -22,6 +22,9 @@ def to_dict(report: Report) -> dict[str, Any]:
             row["calls"])
         for name in ("traces", "compiles", "errors"):
             row[name] = int(row[name])
+    causes = report.cause_table.to_dict(orient="records")
+    for row in causes:
+        row["count"], row["first_event"] = int(row["count"]), int(row["first_event"])
     return {
         "schema_version": SCHEMA_VERSION,
         "environment": asdict(session.environment),
@@ -29,8 +32,10 @@ def to_dict(report: Report) -> dict[str, Any]:
         "target_exception": session.target_exception,
         "totals": dict(report.totals),
         "functions": functions,
+        "cause_table": causes,
         "events": [_event(report, e) for e in session.events],
         "suggestions": [asdict(s) for s in report.suggestions],
+        "stale_captures": [asdict(s) for s in session.stale_captures],
         "warnings": list(session.warnings),
         "calls": dict(session.calls),
         "base_context": dict(session.base_context),
@@ -40,6 +45,7 @@ def to_dict(report: Report) -> dict[str, Any]:
 def _event(report: Report, event: Event) -> dict[str, Any]:
     causes = [asdict(c) for c in report.causes[event.seq]]
     data = asdict(event)
+    data["kind"] = event_kind(event)
     data["cause"] = causes[0]
     data["causes"] = causes
     return data

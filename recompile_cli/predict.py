@@ -1,0 +1,103 @@
+"""Predicted compile counts: how many distinct signatures a run would have had under a fix.
+
+Pure functions over recorded ``Signature``s. A fix is a transformation of signatures (pad a
+dimension to buckets, make a scalar strongly typed, drop a static argument, reuse one function
+object); the prediction is the number of distinct signatures after it, i.e. the traces and
+compiles the same run would have needed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from .model import Leaf, Signature
+
+Transform = Callable[[Signature], Signature]
+
+
+def signature_key(sig: Signature) -> tuple:
+    """A hashable identity of everything a jit cache keys on."""
+    return (tuple(sorted(sig.leaves.items())), tuple(sorted(sig.static.items())),
+            tuple(sorted(sig.structure.items())), sig.positional, sig.keywords,
+            tuple(sorted(sig.context.items())), sig.function_id)
+
+
+def compiles_after(signatures: Iterable[Signature], transform: Transform) -> int:
+    return len({signature_key(transform(s)) for s in signatures})
+
+
+def map_leaf(path: str, change: Callable[[Leaf], Leaf]) -> Transform:
+    def transform(sig: Signature) -> Signature:
+        if path not in sig.leaves:
+            return sig
+        leaves = dict(sig.leaves)
+        leaves[path] = change(leaves[path])
+        return replace(sig, leaves=leaves)
+
+    return transform
+
+
+def map_dim(path: str, dim: int, bucket: Callable[[int], int]) -> Transform:
+    def change(leaf: Leaf) -> Leaf:
+        if dim >= len(leaf.shape):
+            return leaf
+        shape = list(leaf.shape)
+        shape[dim] = bucket(shape[dim])
+        return replace(leaf, shape=tuple(shape))
+
+    return map_leaf(path, change)
+
+
+def strong_type(path: str) -> Transform:
+    return map_leaf(path, lambda leaf: replace(leaf, weak_type=False))
+
+
+def one_dtype(path: str, dtype: str) -> Transform:
+    return map_leaf(path, lambda leaf: replace(leaf, dtype=dtype, weak_type=False))
+
+
+def without_static(name: str) -> Transform:
+    def transform(sig: Signature) -> Signature:
+        return replace(sig, static={k: v for k, v in sig.static.items() if k != name})
+
+    return transform
+
+
+def same_function(sig: Signature) -> Signature:
+    return replace(sig, function_id=0)
+
+
+def same_passing(sig: Signature) -> Signature:
+    return replace(sig, positional=0, keywords=())
+
+
+def varying_dims(signatures: list[Signature], path: str) -> dict[int, list[int]]:
+    """Dimension -> values in order of first appearance, for dims of ``path`` that vary."""
+    seen: dict[int, list[int]] = {}
+    ranks = {len(s.leaves[path].shape) for s in signatures if path in s.leaves}
+    if len(ranks) != 1:
+        return {}
+    for sig in signatures:
+        leaf = sig.leaves.get(path)
+        if leaf is None:
+            continue
+        for dim, size in enumerate(leaf.shape):
+            values = seen.setdefault(dim, [])
+            if size not in values:
+                values.append(size)
+    return {dim: values for dim, values in seen.items() if len(values) > 1}
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def multiple_for(values: list[int], buckets: int = 8) -> int:
+    """A bucket width from the observed sizes: a power of two giving about ``buckets`` buckets."""
+    return next_power_of_two(max(1, math.ceil(max(values) / buckets)))
+
+
+def round_up(width: int) -> Callable[[int], int]:
+    return lambda n: max(width, math.ceil(n / width) * width)
