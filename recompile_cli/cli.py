@@ -36,6 +36,9 @@ OutputOption = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Also write the report to this file (.json -> JSON).")]
 AllOption = Annotated[bool, typer.Option(
     "--all", help="List JAX- and library-internal functions and events too.")]
+CacheOption = Annotated[Optional[Path], typer.Option(
+    "--compilation-cache", help="Use JAX's persistent compilation cache in this folder and "
+    "report hits, misses written and misses not written (below JAX's minimum compile time).")]
 HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
@@ -56,16 +59,18 @@ def profile(
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Make the remaining calls after one raises.")] = False,
     fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
-    hook_mode: HookOption = HookMode.private,
+    hook_mode: HookOption = HookMode.private, compilation_cache: CacheOption = None,
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from . import loader, runner
     from .spec import Case, Spec, load_spec
 
     try:
-        spec = load_spec(args) if args else Spec("", {}, (Case(0, "call 1", (), {}),))
+        spec = load_spec(args) if args else Spec("", {}, (Case(0, "call 1", (), {}, "call 1"),))
         jit_options = dict(spec.jit_options)
         jit_options.update(_jit_flags(static_argnames, static_argnums))
+        if compilation_cache:
+            runner.use_compilation_cache(compilation_cache)
         found = loader.load_target(target)
         outcome = runner.profile(found, spec, jit_options, no_jit, keep_going,
                                  hook_mode.value)
@@ -81,12 +86,14 @@ def run(
     script_args: Annotated[Optional[list[str]], typer.Argument(
         help="Arguments passed to the script (sys.argv[1:]).")] = None,
     fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
-    hook_mode: HookOption = HookMode.private,
+    hook_mode: HookOption = HookMode.private, compilation_cache: CacheOption = None,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused."""
     from . import runner
 
     try:
+        if compilation_cache:
+            runner.use_compilation_cache(compilation_cache)
         outcome = runner.run_script(script, list(script_args or []), hook_mode.value)
     except RecompileError as exc:
         _fail(exc)

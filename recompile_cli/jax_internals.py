@@ -72,6 +72,7 @@ class TraceInfo:
     context: dict[str, str]
     function_kind: str
     error: BaseException | None
+    jaxpr_id: int | None  # id of the traced ClosedJaxpr, to pair the trace with its lowering
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class LowerInfo:
     defined_at: str | None
     leaves: dict[str, Leaf]
     changes: tuple[Change, ...] | None  # None: no earlier lowering of this jaxpr
+    jaxpr_id: int
 
 
 def trace_context() -> dict[str, str]:
@@ -140,9 +142,11 @@ class Hooks:
         self._local.depth = depth + 1
         misses_before = _misses(pe.trace_to_jaxpr)
         error: BaseException | None = None
+        result = None
         start = time.perf_counter()
         try:
-            return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest)
+            result = original(fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest)
+            return result
         except BaseException as exc:
             error = exc
             raise
@@ -152,8 +156,9 @@ class Hooks:
             try:
                 retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
                 if retraced:
+                    jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
                     self._on_trace(_trace_info(fun, ji, dbg, avals, args, kwargs, depth,
-                                               seconds, error))
+                                               seconds, error, jaxpr))
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 
@@ -212,7 +217,7 @@ def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
     changes: tuple[Change, ...] | None = None
     if earlier:
         changes = tuple(_key_changes(names, earlier[-1], args))
-    return LowerInfo(name, defined_at, leaves, changes)
+    return LowerInfo(name, defined_at, leaves, changes, id(jaxpr))
 
 
 def _key_changes(names: list[str], before: tuple, after: tuple):
@@ -230,7 +235,7 @@ def _key_changes(names: list[str], before: tuple, after: tuple):
             yield Change(field, _short_repr(old), _short_repr(new))
 
 
-def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error) -> TraceInfo:
+def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr) -> TraceInfo:
     name, defined_at = _name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     names = _arg_names(dbg, len(avals))
     leaves = {n: _leaf(a) for n, a in zip(names, avals)}
@@ -246,7 +251,8 @@ def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error) -> Tra
         eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
         retraced=True, seconds=seconds, leaves=leaves, static=static, structure=structure,
         positional=len(args), keywords=tuple(sorted(kwargs)), context=trace_context(),
-        function_kind=function_kind(fun), error=error)
+        function_kind=function_kind(fun), error=error,
+        jaxpr_id=None if jaxpr is None else id(jaxpr))
 
 
 def function_kind(fun: Any) -> str:

@@ -61,6 +61,7 @@ class _Draft:
     error: TraceError | None = None
     persistent_cache: str | None = None
     cache_saved_seconds: float = 0.0
+    jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
 
 
 def _bare(name: str | None) -> str | None:
@@ -236,7 +237,7 @@ class Recorder:
             return
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
                           owner="jax" if info.eager_primitive else None)
-        draft.traced, draft.trace_seconds = True, info.seconds
+        draft.traced, draft.trace_seconds, draft.jaxpr_id = True, info.seconds, info.jaxpr_id
         context = {k: v for k, v in info.context.items() if self._base_context.get(k) != v}
         draft.signature = Signature(
             leaves=info.leaves, static=info.static, structure=info.structure,
@@ -259,7 +260,7 @@ class Recorder:
         local.pending_lower = None
         seconds = pending[1] if pending else 0.0
         current: _Draft | None = getattr(local, "current", None)
-        if current is None or current.lowered or current.function != info.name:
+        if current is None or current.lowered or current.jaxpr_id != info.jaxpr_id:
             current = self._new(info.name, info.defined_at, depth=0, seconds=seconds)
             current.signature = Signature(leaves=info.leaves)
             current.lowering_changes = info.changes

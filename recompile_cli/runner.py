@@ -70,7 +70,7 @@ def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_j
                 except Exception as exc:
                     failures.append(_summary(f"building the arguments of {case.label}", exc))
                     break
-            recorder.set_call(case.index, case.label)
+            recorder.set_call(case.index, case.site or case.label)
             done += 1
             try:
                 jax.block_until_ready(call(*args, **kwargs))
@@ -110,6 +110,13 @@ def run_script(path: str, script_args: list[str], hook_mode: str = "private") ->
         sys.path[:] = saved_path
         session = recorder.stop(target_exception=failure)
     return Outcome(session, failure)
+
+
+def use_compilation_cache(path: str) -> None:
+    """Point JAX's persistent compilation cache at ``path`` (before anything compiles)."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(path))
 
 
 def _key_of(fn: Any) -> str:

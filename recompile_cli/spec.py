@@ -59,12 +59,17 @@ class TupleSpec:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One call of the target: value specs for its arguments, and a label for reports."""
+    """One call of the target: value specs for its arguments, and where it comes from.
+
+    ``site`` is the spec entry (``spec.yaml calls[1]``), shared by a sweep's calls; ``label``
+    adds the sweep values and repeat (``spec.yaml calls[1] n=17``).
+    """
 
     index: int
     label: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    site: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +155,12 @@ def _parse(path: str, data: Any) -> Spec:
             kwargs = {str(k): _value(v, where + ("kwargs", k), defaults)
                       for k, v in kwargs_raw.items()}
             swept = " ".join(f"{k}={v}" for k, v in binding.items())
+            site = f"{stem} calls[{i}]"
             for r in range(repeat):
-                label = f"{stem} calls[{i}]" + (f" {swept}" if swept else "")
+                label = site + (f" {swept}" if swept else "")
                 if repeat > 1:
                     label += f" (repeat {r + 1}/{repeat})"
-                cases.append(Case(len(cases), label, args, kwargs))
+                cases.append(Case(len(cases), label, args, kwargs, site))
     return Spec(path=path, jit_options=jit_options, cases=tuple(cases))
 
 
