@@ -8,11 +8,11 @@ trace time; ``Snapshot.stale`` lists the ones whose current value differs.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import types
 from dataclasses import dataclass
 from typing import Any
+
+from .frames import python_function
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()
@@ -26,7 +26,7 @@ class Snapshot:
 
     @classmethod
     def take(cls, fun: Any) -> "Snapshot | None":
-        fn = _python_function(fun)
+        fn = python_function(fun)
         code = getattr(fn, "__code__", None)
         if code is None:
             return None
@@ -65,18 +65,6 @@ class Snapshot:
             if now is not None and now[0] != print_then:
                 out.append((name, "closure", text_then, now[1]))
         return out
-
-
-def _python_function(fun: Any) -> Any:
-    while True:
-        if isinstance(fun, functools.partial):
-            fun = fun.func
-        elif inspect.ismethod(fun):
-            fun = fun.__func__
-        elif hasattr(fun, "__wrapped__"):
-            fun = fun.__wrapped__
-        else:
-            return fun
 
 
 def _global_names(code: types.CodeType) -> set[str]:

@@ -1,7 +1,7 @@
-"""The command line: parse options, call the library, print, exit with a documented code.
+"""The command line: parse options, call the library, hand results to ``cli_io``, exit.
 
-This is the only module that prints. Exit codes: 0 ran, 1 a budget gate failed, 2 bad input,
-3 the profiled target raised (the report of what was recorded is still printed and written).
+Exit codes: 0 ran (and every gate held), 1 a gate failed, 2 bad input, 3 the profiled target
+raised (the report of what was recorded is still printed and written).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import EXIT_BAD_INPUT, EXIT_TARGET_RAISED, RecompileError
+from . import cli_io
+from .errors import RecompileError
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
@@ -23,6 +24,7 @@ app = typer.Typer(
 class Format(str, Enum):
     table = "table"
     json = "json"
+    markdown = "markdown"
 
 
 class HookMode(str, Enum):
@@ -33,7 +35,9 @@ class HookMode(str, Enum):
 FormatOption = Annotated[Optional[Format], typer.Option(
     "--format", "-f", help="Report format (default: table; inferred from --output's extension).")]
 OutputOption = Annotated[Optional[Path], typer.Option(
-    "--output", "-o", help="Also write the report to this file (.json -> JSON).")]
+    "--output", "-o", help="Also write the report to this file (.json, .md, .txt).")]
+SaveOption = Annotated[Optional[Path], typer.Option(
+    "--save", help="Save the whole session as JSON, to read later with `recompile-cli report`.")]
 AllOption = Annotated[bool, typer.Option(
     "--all", help="List JAX- and library-internal functions and events too.")]
 CacheOption = Annotated[Optional[Path], typer.Option(
@@ -42,6 +46,18 @@ CacheOption = Annotated[Optional[Path], typer.Option(
 HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
+MaxCompilesOption = Annotated[Optional[int], typer.Option(
+    "--max-compiles", help="Gate: exit 1 if any of your functions compiles more often.")]
+FailOnOption = Annotated[Optional[str], typer.Option(
+    "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
+    "new_function,weak_type.")]
+SaveBaselineOption = Annotated[Optional[Path], typer.Option(
+    "--save-baseline", help="Write per-function compile counts to this baseline file.")]
+BaselineOption = Annotated[Optional[Path], typer.Option(
+    "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
+    "that compiles.")]
+JunitOption = Annotated[Optional[Path], typer.Option(
+    "--junit-xml", help="Write the gate results as JUnit XML (one test case per function).")]
 
 
 @app.command()
@@ -58,25 +74,30 @@ def profile(
         "--no-jit", help="Call the target as it is; record only the jits inside it.")] = False,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Make the remaining calls after one raises.")] = False,
-    fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
-    hook_mode: HookOption = HookMode.private, compilation_cache: CacheOption = None,
+    fmt: FormatOption = None, output: OutputOption = None, save: SaveOption = None,
+    show_all: AllOption = False, hook_mode: HookOption = HookMode.private,
+    compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
+    fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
+    baseline: BaselineOption = None, junit_xml: JunitOption = None,
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from . import loader, runner
-    from .spec import Case, Spec, load_spec
+    from .spec import Spec, load_spec
 
     try:
-        spec = load_spec(args) if args else Spec("", {}, (Case(0, "call 1", (), {}, "call 1"),))
+        spec = load_spec(args) if args else Spec("", {}, (runner.single_call(),))
         jit_options = dict(spec.jit_options)
         jit_options.update(_jit_flags(static_argnames, static_argnums))
+        codes = _cause_codes(fail_on)
+        baseline_data = _load_baseline(baseline)
         if compilation_cache:
             runner.use_compilation_cache(compilation_cache)
         found = loader.load_target(target)
-        outcome = runner.profile(found, spec, jit_options, no_jit, keep_going,
-                                 hook_mode.value)
+        outcome = runner.profile(found, spec, jit_options, no_jit, keep_going, hook_mode.value)
     except RecompileError as exc:
-        _fail(exc)
-    _finish(outcome, fmt, output, show_all)
+        cli_io.fail(exc)
+    _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
+                     baseline, baseline_data, junit_xml)
 
 
 @app.command(context_settings={"allow_interspersed_args": False,
@@ -85,19 +106,143 @@ def run(
     script: Annotated[str, typer.Argument(help="The Python script to run as __main__.")],
     script_args: Annotated[Optional[list[str]], typer.Argument(
         help="Arguments passed to the script (sys.argv[1:]).")] = None,
-    fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
-    hook_mode: HookOption = HookMode.private, compilation_cache: CacheOption = None,
+    count_calls: Annotated[bool, typer.Option(
+        "--count-calls", help="Count calls of the functions the script jits (adds ~1-3 us to "
+        "each call) to fill the calls column and know during which call each compile came.")
+    ] = False,
+    fmt: FormatOption = None, output: OutputOption = None, save: SaveOption = None,
+    show_all: AllOption = False, hook_mode: HookOption = HookMode.private,
+    compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
+    fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
+    baseline: BaselineOption = None, junit_xml: JunitOption = None,
 ) -> None:
-    """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused."""
+    """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
+
+    Options go before SCRIPT; everything after it is passed to the script."""
     from . import runner
 
     try:
+        codes = _cause_codes(fail_on)
+        baseline_data = _load_baseline(baseline)
         if compilation_cache:
             runner.use_compilation_cache(compilation_cache)
-        outcome = runner.run_script(script, list(script_args or []), hook_mode.value)
+        outcome = runner.run_script(script, list(script_args or []), hook_mode.value,
+                                    count_calls)
     except RecompileError as exc:
-        _fail(exc)
-    _finish(outcome, fmt, output, show_all)
+        cli_io.fail(exc)
+    _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
+                     baseline, baseline_data, junit_xml)
+
+
+@app.command()
+def check(
+    budget_file: Annotated[Optional[Path], typer.Argument(
+        help="The budget file (default: recompile-budget.yaml, else [tool.recompile-cli] in "
+        "pyproject.toml, in the current folder).")] = None,
+    fmt: Annotated[Optional[Format], typer.Option(
+        "--format", "-f", help="table (default) or markdown for the gate summary.")] = None,
+    save_baseline: SaveBaselineOption = None, baseline: BaselineOption = None,
+    junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.private,
+) -> None:
+    """Run every target of the budget file and fail (exit 1) when a budget is broken."""
+    from . import gate
+    from .budget import find_budget_file, load_budget_file
+    from .check import run_checks
+    from .render.ci import gate_summary
+
+    try:
+        path = find_budget_file(budget_file)
+        budgets = load_budget_file(path)
+        baseline_data = _load_baseline(baseline)
+        result = run_checks(budgets, hook_mode.value)
+    except RecompileError as exc:
+        cli_io.fail(exc)
+    reports = [report for _, report in result.reports]
+    improvements, warnings = [], []
+    violations = list(result.violations)
+    if baseline_data is not None:
+        compared = gate.compare_baseline(reports, baseline_data, str(baseline),
+                                         f"recompile-cli check {path} --save-baseline {baseline}")
+        violations += compared.violations
+        improvements, warnings = compared.improvements, compared.warnings
+    if save_baseline is not None:
+        gate.save_baseline(reports, save_baseline)
+    env = reports[0].session.environment if reports else None
+    if env is not None:
+        typer.echo(f"recompile-cli check: {path} (jax {env.jax_version}, {env.backend})")
+    if fmt == Format.markdown:
+        typer.echo(gate_summary(result.rows, violations, improvements, warnings, markdown=True))
+    held = cli_io.emit_gate(result.rows, violations, improvements, warnings, junit_xml,
+                            str(path))
+    cli_io.finish("; ".join(result.failures) or None, held)
+
+
+@app.command()
+def report(
+    session: Annotated[Path, typer.Argument(help="A session saved with --save or --output "
+                                                 "FILE.json.")],
+    fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
+) -> None:
+    """Render a saved session again, in any format, without running anything."""
+    from .analysis import analyse
+    from .session_io import load_session
+
+    try:
+        loaded = load_session(session)
+    except RecompileError as exc:
+        cli_io.fail(exc)
+    cli_io.emit_report(analyse(loaded), fmt.value if fmt else None, output, None, show_all)
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The earlier saved session (JSON).")],
+    new: Annotated[Path, typer.Argument(help="The later saved session (JSON).")],
+    fail_on_regression: Annotated[bool, typer.Option(
+        "--fail-on-regression", help="Exit 1 if any function compiles more often in NEW.")
+    ] = False,
+) -> None:
+    """Per-function change in traces, compiles and compile seconds, and causes new in NEW."""
+    from .analysis import analyse
+    from .diff import diff_reports
+    from .render.diff import render_diff
+    from .session_io import load_session
+
+    try:
+        changes, new_causes = diff_reports(analyse(load_session(old)),
+                                           analyse(load_session(new)))
+    except RecompileError as exc:
+        cli_io.fail(exc)
+    typer.echo(render_diff(changes, new_causes, str(old), str(new)), nl=False)
+    cli_io.finish(None, not (fail_on_regression and any(c.regressed for c in changes)))
+
+
+def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
+                     baseline, baseline_data, junit_xml) -> None:
+    from . import gate
+    from .analysis import analyse
+
+    result = analyse(outcome.session)
+    cli_io.emit_report(result, fmt.value if fmt else None, output, save, show_all)
+    if save_baseline is not None:
+        gate.save_baseline([result], save_baseline)
+    gated = max_compiles is not None or codes or baseline_data is not None
+    held = True
+    if gated:
+        violations = []
+        if max_compiles is not None:
+            violations += gate.check_max_compiles(result, max_compiles)
+        if codes:
+            violations += gate.check_fail_on(result, codes)
+        improvements, warnings = [], []
+        if baseline_data is not None:
+            compared = gate.compare_baseline([result], baseline_data, str(baseline),
+                                             f"re-run with --save-baseline {baseline}")
+            violations += compared.violations
+            improvements, warnings = compared.improvements, compared.warnings
+        held = cli_io.emit_gate([], violations, improvements, warnings, junit_xml,
+                                outcome.session.target)
+    cli_io.finish(outcome.failure, held)
 
 
 def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:
@@ -113,33 +258,21 @@ def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:
     return out
 
 
-def _finish(outcome, fmt: Format | None, output: Path | None, show_all: bool) -> None:
-    from .analysis import analyse
-    from .render import guess_format, render
+def _cause_codes(text: str | None) -> tuple[str, ...]:
+    from .causes import CAUSE_CODES
 
-    report = analyse(outcome.session)
-    if output is not None:
-        file_format = fmt.value if fmt else (guess_format(str(output)) or "json")
-        try:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(render(report, file_format, show_all))
-        except OSError as exc:
-            typer.echo(render(report, "table", show_all))
-            _fail(RecompileError(f"Cannot write the report to {output}: {exc.strerror or exc}. "
-                                 "Choose a writable path with --output."))
-        typer.echo(render(report, "table", show_all))
-        typer.echo(f"Report written to {output} ({file_format}).")
-    else:
-        typer.echo(render(report, fmt.value if fmt else "table", show_all), nl=False)
-    if outcome.failure:
-        typer.echo(f"error: {outcome.failure.rstrip('.')}. The report above covers everything "
-                   "recorded before the failure.", err=True)
-        raise typer.Exit(EXIT_TARGET_RAISED)
+    codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
+    unknown = [c for c in codes if c not in CAUSE_CODES]
+    if unknown:
+        raise RecompileError(f"--fail-on: unknown cause code(s) {', '.join(unknown)}; use "
+                             f"{', '.join(CAUSE_CODES)}.")
+    return codes
 
 
-def _fail(exc: RecompileError) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(getattr(exc, "exit_code", EXIT_BAD_INPUT))
+def _load_baseline(path: Path | None) -> dict | None:
+    from .gate import load_baseline
+
+    return load_baseline(path) if path is not None else None
 
 
 def main() -> None:

@@ -24,3 +24,7 @@ class TargetError(RecompileError):
 
 class SpecError(RecompileError):
     """The argument spec is not valid YAML or does not follow the spec format."""
+
+
+class BudgetError(RecompileError):
+    """The budget file (or baseline file) cannot be read or does not follow its format."""

@@ -8,9 +8,12 @@ installed packages and of recompile_cli itself are never a user call site.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import sysconfig
+
+from .model import function_key
 
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -81,3 +84,33 @@ def path_of(location: str | None) -> str | None:
         return None
     head, sep, tail = location.rpartition(":")
     return head if sep and tail.isdigit() else location
+
+
+def python_function(fn: object) -> object:
+    """The plain Python function under jit wrappers, partials and bound methods."""
+    while True:
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif inspect.ismethod(fn):
+            fn = fn.__func__
+        elif hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        else:
+            return fn
+
+
+def function_key_of(fn: object) -> str:
+    """The ``name@file:line`` key JAX's debug info gives the function under ``fn``."""
+    inner = python_function(fn)
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__name__", type(inner).__name__)
+    where = f"{code.co_filename}:{code.co_firstlineno}" if code else None
+    return function_key(name, where)
+
+
+def relative(location: str | None) -> str | None:
+    """A ``file:line`` location shown relative to the current folder when below it."""
+    if not location:
+        return location
+    cwd = os.getcwd() + os.sep
+    return location[len(cwd):] if location.startswith(cwd) else location

@@ -108,7 +108,7 @@ class Event:
     defined_at: str | None
     owner: str  # "user" | "jax" | "library"
     call_site: str | None
-    call_index: int | None
+    call_index: int | None  # which call of ``call_of`` (0-based) was running, where known
     depth: int
     traced: bool
     compiled: bool
@@ -121,6 +121,7 @@ class Event:
     error: TraceError | None = None
     persistent_cache: str | None = None
     cache_saved_seconds: float = 0.0
+    call_of: str | None = None  # function key of the profiled target / counted function
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ class _Draft:
     persistent_cache: str | None = None
     cache_saved_seconds: float = 0.0
     jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
+    call_of: str | None = None
 
 
 def _bare(name: str | None) -> str | None:
@@ -97,6 +98,7 @@ class Recorder:
         self._wall = 0.0
         self._call_index: int | None = None
         self._call_label: str | None = None
+        self._call_of: str | None = None
         self._paused = False
         self._cache_dir: str | None = None
         self._snapshots: list[tuple[str, str | None, Snapshot]] = []
@@ -126,7 +128,6 @@ class Recorder:
 
     def stop(self, target_exception: str | None = None,
              calls: dict[str, int] | None = None) -> Session:
-        import jax
         from jax import monitoring
 
         self._wall = time.perf_counter() - self._t0
@@ -141,24 +142,32 @@ class Recorder:
         if self.hook_mode == PUBLIC_ONLY and self._requested_mode == PUBLIC_ONLY:
             self._warnings.append("hook mode public-only: causes and signatures are not "
                                   "recorded")
-        drafts = sorted(self._drafts, key=lambda d: d.start)
-        events = tuple(_freeze(i, d) for i, d in enumerate(drafts))
+        self.session = self.snapshot(target_exception, calls, final=True)
+        return self.session
+
+    def snapshot(self, target_exception: str | None = None,
+                 calls: dict[str, int] | None = None, final: bool = False) -> Session:
+        """A frozen ``Session`` of everything recorded so far; recording goes on."""
+        import jax
+
+        wall = self._wall if final else time.perf_counter() - self._t0
         stale = self._stale_captures()
-        self._warnings.extend(
+        warnings = list(self._warnings) + [
             f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
             f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
             f"{s.traced_value}. Pass it as an argument (static if it changes the program)."
-            for s in stale)
-        self.session = Session(
+            for s in stale]
+        with self._lock:
+            drafts = sorted(self._drafts, key=lambda d: d.start)
+        return Session(
             environment=Environment(jax_version=jax.__version__,
                                     python_version=platform.python_version(),
                                     backend=jax.default_backend(), hook_mode=self.hook_mode,
                                     compilation_cache_dir=self._cache_dir),
-            target=self.target, events=events, wall_seconds=self._wall,
-            base_context=dict(self._base_context), calls=dict(calls or {}),
-            warnings=tuple(self._warnings), stale_captures=tuple(stale),
+            target=self.target, events=tuple(_freeze(i, d) for i, d in enumerate(drafts)),
+            wall_seconds=wall, base_context=dict(self._base_context), calls=dict(calls or {}),
+            warnings=tuple(warnings), stale_captures=tuple(stale),
             target_exception=target_exception)
-        return self.session
 
     def __enter__(self) -> "Recorder":
         return self.start()
@@ -166,9 +175,10 @@ class Recorder:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.stop(None if exc is None else f"{type(exc).__name__}: {exc}")
 
-    def set_call(self, index: int | None, label: str | None) -> None:
-        """Tell the recorder which call of the target runs now (for events with no user frame)."""
-        self._call_index, self._call_label = index, label
+    def set_call(self, index: int | None, label: str | None, of: str | None = None) -> None:
+        """Tell the recorder which call (``index``, 0-based) of which function (``of``, a
+        function key) runs now; ``label`` is the call site for events with no user frame."""
+        self._call_index, self._call_label, self._call_of = index, label, of
 
     @contextlib.contextmanager
     def paused(self):
@@ -277,7 +287,7 @@ class Recorder:
             function=name, defined_at=defined_at,
             owner=owner or frames.owner_of(frames.path_of(defined_at)),
             call_site=frames.user_call_site(skip=2) or self._call_label,
-            call_index=self._call_index, depth=depth,
+            call_index=self._call_index, call_of=self._call_of, depth=depth,
             start=time.perf_counter() - seconds - self._t0)
         with self._lock:
             self._drafts.append(draft)
@@ -350,4 +360,5 @@ def _freeze(seq: int, d: _Draft) -> Event:
         compiled=d.compiled, start_seconds=max(d.start, 0.0), trace_seconds=d.trace_seconds,
         lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
         signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
-        persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds)
+        persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
+        call_of=d.call_of)

@@ -7,18 +7,18 @@ whatever was recorded before the failure is kept.
 
 from __future__ import annotations
 
-import functools
-import inspect
+import contextlib
 import os
 import runpy
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import loader
-from .model import Session, function_key
+from . import frames, loader
+from .counting import CallCounter
+from .model import Session
 from .recorder import Recorder
-from .spec import Spec, materialize
+from .spec import Case, Spec, materialize
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,7 @@ def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_j
     resolve = loader.resolver()
     failures: list[str] = []
     done = 0
+    key = frames.function_key_of(target.function)
     jax.clear_caches()
     recorder.start()
     try:
@@ -70,7 +71,7 @@ def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_j
                 except Exception as exc:
                     failures.append(_summary(f"building the arguments of {case.label}", exc))
                     break
-            recorder.set_call(case.index, case.site or case.label)
+            recorder.set_call(case.index, case.site or case.label, of=key)
             done += 1
             try:
                 jax.block_until_ready(call(*args, **kwargs))
@@ -81,13 +82,17 @@ def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_j
     finally:
         recorder.set_call(None, None)
         failure = _join(failures, len(spec.cases))
-        session = recorder.stop(target_exception=failure,
-                                calls={_key_of(target.function): done})
+        session = recorder.stop(target_exception=failure, calls={key: done})
     return Outcome(session, failure)
 
 
-def run_script(path: str, script_args: list[str], hook_mode: str = "private") -> Outcome:
-    """Run a script as ``__main__`` with ``sys.argv`` set and its folder on ``sys.path``."""
+def run_script(path: str, script_args: list[str], hook_mode: str = "private",
+               count_calls: bool = False) -> Outcome:
+    """Run a script as ``__main__`` with ``sys.argv`` set and its folder on ``sys.path``.
+
+    With ``count_calls``, functions the script jits are wrapped to count their calls (this puts
+    a Python wrapper on their cached-call path) and events know which call they happened in.
+    """
     script = loader.check_script(path)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *script_args]
@@ -97,9 +102,11 @@ def run_script(path: str, script_args: list[str], hook_mode: str = "private") ->
     import jax
 
     jax.clear_caches()
+    counter = CallCounter(lambda key, index: recorder.set_call(index, None, key))
     recorder.start()
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        with counter if count_calls else contextlib.nullcontext():
+            runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
             failure = f"{path} exited with status {exc.code}"
@@ -108,8 +115,13 @@ def run_script(path: str, script_args: list[str], hook_mode: str = "private") ->
     finally:
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
-        session = recorder.stop(target_exception=failure)
+        session = recorder.stop(target_exception=failure, calls=counter.counts)
     return Outcome(session, failure)
+
+
+def single_call() -> Case:
+    """The call made when no spec is given: one call without arguments."""
+    return Case(0, "call 1", (), {}, "call 1")
 
 
 def use_compilation_cache(path: str) -> None:
@@ -117,24 +129,6 @@ def use_compilation_cache(path: str) -> None:
     import jax
 
     jax.config.update("jax_compilation_cache_dir", str(path))
-
-
-def _key_of(fn: Any) -> str:
-    """The ``name@file:line`` key JAX's debug info gives the target's Python function."""
-    inner = fn
-    while True:
-        if isinstance(inner, functools.partial):
-            inner = inner.func
-        elif inspect.ismethod(inner):
-            inner = inner.__func__
-        elif hasattr(inner, "__wrapped__"):
-            inner = inner.__wrapped__
-        else:
-            break
-    code = getattr(inner, "__code__", None)
-    name = getattr(inner, "__name__", type(inner).__name__)
-    where = f"{code.co_filename}:{code.co_firstlineno}" if code else None
-    return function_key(name, where)
 
 
 def _summary(what: str, exc: BaseException) -> str:

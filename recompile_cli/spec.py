@@ -16,6 +16,7 @@ from typing import Any, Callable
 import yaml
 
 from .errors import SpecError
+from .locate import Invalid, only_keys
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
@@ -79,12 +80,6 @@ class Spec:
     cases: tuple[Case, ...]
 
 
-class _Invalid(Exception):
-    def __init__(self, where: tuple, message: str) -> None:
-        super().__init__(message)
-        self.where, self.message = where, message
-
-
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a spec file. Raises ``SpecError`` naming file, line and field."""
     path = Path(path)
@@ -103,34 +98,23 @@ def load_spec(path: str | Path) -> Spec:
                         "again.") from None
     try:
         return _parse(str(path), data)
-    except _Invalid as bad:
-        field = _field_name(bad.where)
-        line = _line_of(text, bad.where)
-        at = f", line {line}" if line else ""
-        raise SpecError(f"{path}{at}, field {field}: {bad.message}") from None
-
-
-def spec_from_data(data: Any, path: str = "<spec>") -> Spec:
-    """Validate an already-loaded spec (e.g. from a budget file)."""
-    try:
-        return _parse(path, data)
-    except _Invalid as bad:
-        raise SpecError(f"{path}, field {_field_name(bad.where)}: {bad.message}") from None
+    except Invalid as bad:
+        raise SpecError(bad.located(path, text)) from None
 
 
 def _parse(path: str, data: Any) -> Spec:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise _Invalid((), "the spec must be a mapping with a 'calls' list")
-    _only_keys(data, ("jit", "defaults", "calls"), ())
+        raise Invalid((), "the spec must be a mapping with a 'calls' list")
+    only_keys(data, ("jit", "defaults", "calls"), ())
     jit_options = _jit_options(data.get("jit") or {}, ("jit",))
     defaults = _defaults(data.get("defaults") or {}, ("defaults",))
     calls = data.get("calls")
     if calls is None:
         calls = [{}]
     if not isinstance(calls, list) or not calls:
-        raise _Invalid(("calls",), "must be a non-empty list of calls")
+        raise Invalid(("calls",), "must be a non-empty list of calls")
     cases: list[Case] = []
     stem = Path(path).name
     for i, call in enumerate(calls):
@@ -138,18 +122,18 @@ def _parse(path: str, data: Any) -> Spec:
         if call is None:
             call = {}
         if not isinstance(call, dict):
-            raise _Invalid(where, "each call must be a mapping with args/kwargs/repeat/sweep")
-        _only_keys(call, ("args", "kwargs", "repeat", "sweep"), where)
+            raise Invalid(where, "each call must be a mapping with args/kwargs/repeat/sweep")
+        only_keys(call, ("args", "kwargs", "repeat", "sweep"), where)
         repeat = call.get("repeat", 1)
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-            raise _Invalid(where + ("repeat",), f"must be a positive integer, got {repeat!r}")
+            raise Invalid(where + ("repeat",), f"must be a positive integer, got {repeat!r}")
         for binding in _sweep(call.get("sweep"), where + ("sweep",)):
             args_raw = _substitute(call.get("args", []), binding, where + ("args",))
             kwargs_raw = _substitute(call.get("kwargs", {}), binding, where + ("kwargs",))
             if not isinstance(args_raw, list):
-                raise _Invalid(where + ("args",), "must be a list of argument values")
+                raise Invalid(where + ("args",), "must be a list of argument values")
             if not isinstance(kwargs_raw, dict):
-                raise _Invalid(where + ("kwargs",), "must be a mapping of name: value")
+                raise Invalid(where + ("kwargs",), "must be a mapping of name: value")
             args = tuple(_value(v, where + ("args", j), defaults)
                          for j, v in enumerate(args_raw))
             kwargs = {str(k): _value(v, where + ("kwargs", k), defaults)
@@ -166,22 +150,22 @@ def _parse(path: str, data: Any) -> Spec:
 
 def _jit_options(raw: Any, where: tuple) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise _Invalid(where, f"must be a mapping with any of {', '.join(JIT_OPTIONS)}")
-    _only_keys(raw, JIT_OPTIONS, where)
+        raise Invalid(where, f"must be a mapping with any of {', '.join(JIT_OPTIONS)}")
+    only_keys(raw, JIT_OPTIONS, where)
     out: dict[str, Any] = {}
     for key, value in raw.items():
         items = value if isinstance(value, list) else [value]
         wanted = str if key.endswith("names") else int
         if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in items):
-            raise _Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
+            raise Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
         out[key] = tuple(items)
     return out
 
 
 def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise _Invalid(where, "must be a mapping of dtype/fill/seed")
-    _only_keys(raw, ("dtype", "fill", "seed"), where)
+        raise Invalid(where, "must be a mapping of dtype/fill/seed")
+    only_keys(raw, ("dtype", "fill", "seed"), where)
     out = {"dtype": "float32", "fill": "normal", "seed": 0}
     out.update(raw)
     _check_array_options(out, where)
@@ -192,21 +176,21 @@ def _sweep(raw: Any, where: tuple) -> list[dict[str, Any]]:
     if raw is None:
         return [{}]
     if not isinstance(raw, dict) or not raw:
-        raise _Invalid(where, "must be a mapping of name: [values] or name: {range: [...]}")
+        raise Invalid(where, "must be a mapping of name: [values] or name: {range: [...]}")
     names, values = [], []
     for name, spec in raw.items():
         if isinstance(spec, dict):
-            _only_keys(spec, ("range",), where + (name,))
+            only_keys(spec, ("range",), where + (name,))
             bounds = spec.get("range")
             if (not isinstance(bounds, list) or not 1 <= len(bounds) <= 3
                     or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)):
-                raise _Invalid(where + (name, "range"),
+                raise Invalid(where + (name, "range"),
                                "must be [stop], [start, stop] or [start, stop, step] integers")
             if len(bounds) == 3 and bounds[2] == 0:
-                raise _Invalid(where + (name, "range"), "step must not be 0")
+                raise Invalid(where + (name, "range"), "step must not be 0")
             spec = list(range(*bounds))
         if not isinstance(spec, list) or not spec:
-            raise _Invalid(where + (name,), "must be a non-empty list or {range: [...]}")
+            raise Invalid(where + (name,), "must be a non-empty list or {range: [...]}")
         names.append(str(name))
         values.append(spec)
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
@@ -228,7 +212,7 @@ def _substitute(raw: Any, binding: dict[str, Any], where: tuple) -> Any:
 def _lookup(name: str, binding: dict[str, Any], where: tuple) -> Any:
     if name not in binding:
         known = ", ".join(binding) or "none"
-        raise _Invalid(where, f"placeholder ${{{name}}} is not defined by this call's sweep "
+        raise Invalid(where, f"placeholder ${{{name}}} is not defined by this call's sweep "
                               f"(defined: {known})")
     return binding[name]
 
@@ -245,41 +229,41 @@ def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
     if not forms:
         return {k: _value(v, where + (k,), defaults) for k, v in raw.items()}
     if len(forms) > 1:
-        raise _Invalid(where, f"has both {forms[0]!r} and {forms[1]!r}; a value is one form "
+        raise Invalid(where, f"has both {forms[0]!r} and {forms[1]!r}; a value is one form "
                               "(use {dict: {...}} for a dict with such keys)")
     form = forms[0]
     if form in ("array", "numpy"):
-        _only_keys(raw, (form, "dtype", "fill", "seed"), where)
+        only_keys(raw, (form, "dtype", "fill", "seed"), where)
         options = {k: raw.get(k, defaults[k]) for k in ("dtype", "fill", "seed")}
         _check_array_options(options, where)
         return ArraySpec(form, _shape(raw[form], where + (form,)), **options)
     if form == "scalar":
-        _only_keys(raw, ("scalar", "dtype"), where)
+        only_keys(raw, ("scalar", "dtype"), where)
         value = raw["scalar"]
         if not isinstance(value, (int, float, bool)):
-            raise _Invalid(where + ("scalar",), f"must be a number or a boolean, got {value!r}")
+            raise Invalid(where + ("scalar",), f"must be a number or a boolean, got {value!r}")
         dtype = raw.get("dtype", defaults["dtype"])
         _check_array_options({"dtype": dtype}, where)
         return ScalarSpec(value, dtype)
     if form == "tuple":
-        _only_keys(raw, ("tuple",), where)
+        only_keys(raw, ("tuple",), where)
         if not isinstance(raw["tuple"], list):
-            raise _Invalid(where + ("tuple",), "must be a list of values")
+            raise Invalid(where + ("tuple",), "must be a list of values")
         return TupleSpec(tuple(_value(v, where + ("tuple", i), defaults)
                                for i, v in enumerate(raw["tuple"])))
     if form == "dict":
-        _only_keys(raw, ("dict",), where)
+        only_keys(raw, ("dict",), where)
         if not isinstance(raw["dict"], dict):
-            raise _Invalid(where + ("dict",), "must be a mapping")
+            raise Invalid(where + ("dict",), "must be a mapping")
         return {k: _value(v, where + ("dict", k), defaults) for k, v in raw["dict"].items()}
-    _only_keys(raw, ("call", "args", "kwargs"), where)
+    only_keys(raw, ("call", "args", "kwargs"), where)
     ref = raw["call"]
     if not isinstance(ref, str) or ":" not in ref:
-        raise _Invalid(where + ("call",), f"must be 'module:function' or 'file.py:function', "
+        raise Invalid(where + ("call",), f"must be 'module:function' or 'file.py:function', "
                                           f"got {ref!r}")
     args, kwargs = raw.get("args", []), raw.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
-        raise _Invalid(where, "args must be a list and kwargs a mapping")
+        raise Invalid(where, "args must be a list and kwargs a mapping")
     return CallSpec(ref, tuple(_value(v, where + ("args", i), defaults)
                                for i, v in enumerate(args)),
                     {k: _value(v, where + ("kwargs", k), defaults) for k, v in kwargs.items()})
@@ -288,56 +272,20 @@ def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
 def _shape(raw: Any, where: tuple) -> tuple[int, ...]:
     dims = raw if isinstance(raw, list) else [raw]
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
-        raise _Invalid(where, f"a shape is a list of non-negative integers, got {raw!r}")
+        raise Invalid(where, f"a shape is a list of non-negative integers, got {raw!r}")
     return tuple(dims)
 
 
 def _check_array_options(options: dict[str, Any], where: tuple) -> None:
     if "dtype" in options and options["dtype"] not in DTYPES:
-        raise _Invalid(where + ("dtype",), f"unknown dtype {options['dtype']!r}; use one of "
+        raise Invalid(where + ("dtype",), f"unknown dtype {options['dtype']!r}; use one of "
                                            + ", ".join(DTYPES))
     if "fill" in options and options["fill"] not in FILLS:
-        raise _Invalid(where + ("fill",), f"unknown fill {options['fill']!r}; use one of "
+        raise Invalid(where + ("fill",), f"unknown fill {options['fill']!r}; use one of "
                                           + ", ".join(FILLS))
     seed = options.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise _Invalid(where + ("seed",), f"must be an integer, got {seed!r}")
-
-
-def _only_keys(raw: dict, allowed: tuple, where: tuple) -> None:
-    for key in raw:
-        if key not in allowed:
-            raise _Invalid(where + (key,), f"unknown field {key!r}; allowed here: "
-                                           + ", ".join(allowed))
-
-
-def _field_name(where: tuple) -> str:
-    text = ""
-    for part in where:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
-def _line_of(text: str, where: tuple) -> int | None:
-    """The 1-based line of the deepest node along ``where`` in the YAML source."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for part in where:
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if k.value == str(part)), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            node = node.value[part] if part < len(node.value) else None
-        else:
-            node = None
-    if node is not None:
-        line = node.start_mark.line + 1
-    return line
+        raise Invalid(where + ("seed",), f"must be an integer, got {seed!r}")
 
 
 # -- materialization (JAX work starts here) --------------------------------------------------------

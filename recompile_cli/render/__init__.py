@@ -10,8 +10,9 @@ from . import json_report, table
 RENDERERS: dict[str, Callable[..., str]] = {
     "table": table.render,
     "json": json_report.render,
+    "markdown": table.render_markdown,
 }
-_EXTENSIONS = {".json": "json", ".txt": "table"}
+_EXTENSIONS = {".json": "json", ".txt": "table", ".md": "markdown"}
 
 
 def guess_format(path: str | None) -> str | None:

@@ -1,78 +1,96 @@
-"""The terminal report: cost-ranked causes, per-function table, events, suggestions, warnings."""
+"""The human report, as terminal text or GitHub-flavoured Markdown (same tables, same order):
+cost-ranked causes, per-function table, events, suggestions, warnings."""
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 
 from tabulate import tabulate
 
 from ..analysis import (COMPILED_WITHOUT_RETRACE, RETRACED_AND_COMPILED, RETRACED_REUSED,
                         Report)
+from ..frames import relative
 
 _MAX_ROWS = 30
 
 
-def render(report: Report, show_all: bool = False) -> str:
+@dataclass(frozen=True)
+class Style:
+    tablefmt: str
+    heading: str  # format string for section titles
+    bullet: str
+    code: str  # wraps the title line
+
+
+TERMINAL = Style("simple", "{}", "- ", "{}")
+MARKDOWN = Style("github", "### {}", "- ", "**{}**")
+
+
+def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> str:
     session, totals = report.session, report.totals
     env = session.environment
     lines = [
-        f"recompile-cli: {session.target}  (jax {env.jax_version}, {env.backend}, "
-        f"hook mode {env.hook_mode})",
+        style.code.format(f"recompile-cli: {session.target}") + f"  (jax {env.jax_version}, "
+        f"{env.backend}, hook mode {env.hook_mode})",
         f"{totals['traces']} traces, {totals['compiles']} compiles, {totals['errors']} errors; "
         f"trace {totals['trace_seconds']:.3f} s, lower {totals['lower_seconds']:.3f} s, "
         f"compile {totals['compile_seconds']:.3f} s of {totals['wall_seconds']:.3f} s wall",
-        f"misses outside JAX's internals: {totals[RETRACED_AND_COMPILED]} re-traced and re-compiled, "
-        f"{totals[RETRACED_REUSED]} re-traced with the executable reused, "
+        f"misses outside JAX's internals: {totals[RETRACED_AND_COMPILED]} re-traced and "
+        f"re-compiled, {totals[RETRACED_REUSED]} re-traced with the executable reused, "
         f"{totals[COMPILED_WITHOUT_RETRACE]} compiled without a re-trace",
     ]
+    if style is MARKDOWN:
+        lines = [line + "  " for line in lines]  # Markdown line breaks
     if env.compilation_cache_dir:
         lines.append(f"persistent cache {env.compilation_cache_dir}: "
                      f"{totals['persistent_cache_hits']} hits, "
                      f"{totals['persistent_cache_saved_seconds']:.3f} s saved")
-    lines += _cause_table(report)
-    lines += [""] + _functions(report, show_all)
-    lines += _events(report, show_all)
+    lines += _cause_table(report, style)
+    lines += [""] + _functions(report, show_all, style)
+    lines += _events(report, show_all, style)
     if report.suggestions:
-        lines += ["", "Suggestions"]
-        lines += [f"- {s.function}: {s.message}" for s in report.suggestions]
+        lines += ["", style.heading.format("Suggestions")]
+        lines += [f"{style.bullet}{s.function}: {s.message}" for s in report.suggestions]
     if session.target_exception:
         lines += ["", f"The target raised: {session.target_exception}"]
     if session.warnings:
-        lines += ["", "Warnings"] + [f"- {w}" for w in session.warnings]
+        lines += ["", style.heading.format("Warnings")]
+        lines += [f"{style.bullet}{w}" for w in session.warnings]
     return "\n".join(lines) + "\n"
 
 
-def _cause_table(report: Report) -> list[str]:
+def _cause_table(report: Report, style: Style) -> list[str]:
     table = report.cause_table
     if table.empty:
         return []
-    rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, _short(r.call_site),
+    rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, relative(r.call_site),
              r.seconds] for r in table.head(_MAX_ROWS).itertuples()]
-    lines = ["", "Re-compilations by cost"]
-    lines.append(tabulate(rows, headers=["count", "cause", "function", "argument", "values",
-                                         "call", "seconds"], floatfmt=".3f",
-                          maxcolwidths=[None, None, 24, 20, 44, 40, None]))
+    lines = ["", style.heading.format("Re-compilations by cost")]
+    lines.append(_tabulate(rows, ["count", "cause", "function", "argument", "values", "call",
+                                  "seconds"], style, [None, None, 24, 20, 44, 40, None]))
     if len(table) > _MAX_ROWS:
         lines.append(f"... {len(table) - _MAX_ROWS} more (see --format json)")
     return lines
 
 
-def _functions(report: Report, show_all: bool) -> list[str]:
+def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
     frame = report.functions
     shown = frame if show_all else frame[frame["owner"] == "user"]
-    rows = [[r.name, _short(r.defined_at), "" if r.calls is None or r.calls != r.calls else
+    rows = [[r.name, relative(r.defined_at), "" if r.calls is None or r.calls != r.calls else
              int(r.calls), r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
             for r in shown.itertuples()]
     headers = ["function", "defined at", "calls", "traces", "compiles", "errors", "trace s",
                "lower s", "compile s", "top causes"] + (["owner"] if show_all else [])
-    lines = ["Functions"]
+    lines = [style.heading.format("Functions")]
     if rows:
-        lines.append(tabulate(rows, headers=headers, floatfmt=".3f"))
+        lines.append(_tabulate(rows, headers, style))
     else:
         lines.append("(no user function was traced or compiled)")
     if not show_all:
         hidden = frame[frame["owner"] != "user"]
+        if len(hidden) and style is MARKDOWN:
+            lines.append("")
         for package, group in hidden.groupby("package", sort=True):
             lines.append(
                 f"+ {package}: {len(group)} internal functions, {int(group['traces'].sum())} "
@@ -81,7 +99,7 @@ def _functions(report: Report, show_all: bool) -> list[str]:
     return lines
 
 
-def _events(report: Report, show_all: bool) -> list[str]:
+def _events(report: Report, show_all: bool, style: Style) -> list[str]:
     rows = []
     for event in report.session.events:
         cause = report.primary(event)
@@ -93,27 +111,30 @@ def _events(report: Report, show_all: bool) -> list[str]:
             "trace" if event.traced else "compile")
         if event.persistent_cache:
             what += f" ({event.persistent_cache.replace('_', ' ')})"
-        rows.append([event.seq, event.function, _short(event.call_site) or "", what,
+        rows.append([event.seq, event.function, relative(event.call_site) or "", what,
                      cause.argument or "", change,
                      f"error: {event.error.type}" if event.error else cause.code])
     if not rows:
         return []
-    lines = ["", "Recompilation events"]
-    headers = ["#", "function", "call", "stage", "argument", "before -> after", "cause"]
-    lines.append(tabulate(rows[:_MAX_ROWS], headers=headers,
-                          maxcolwidths=[None, 24, 40, None, 20, 50, None]))
+    lines = ["", style.heading.format("Recompilation events")]
+    lines.append(_tabulate(rows[:_MAX_ROWS], ["#", "function", "call", "stage", "argument",
+                                              "before -> after", "cause"], style,
+                           [None, 24, 40, None, 20, 50, None]))
     if len(rows) > _MAX_ROWS:
         lines.append(f"... {len(rows) - _MAX_ROWS} more (see --format json)")
     return lines
+
+
+def _tabulate(rows: list, headers: list[str], style: Style, widths: list | None = None) -> str:
+    if style is MARKDOWN:  # wrapped cells would break Markdown rows
+        return tabulate(rows, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f")
+    return tabulate(rows, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f",
+                    maxcolwidths=widths)
 
 
 def _top_causes(causes: dict[str, int], limit: int = 3) -> str:
     return ", ".join(f"{code} {n}" for code, n in list(causes.items())[:limit])
 
 
-def _short(location: str | None) -> str | None:
-    """Paths below the current folder are shown relative to it."""
-    if not location:
-        return location
-    cwd = os.getcwd() + os.sep
-    return location[len(cwd):] if location.startswith(cwd) else location
+def render_markdown(report: Report, show_all: bool = False) -> str:
+    return render(report, show_all, MARKDOWN)

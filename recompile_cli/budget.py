@@ -1,0 +1,175 @@
+"""The budget file: which targets ``recompile-cli check`` runs and the limits per function.
+
+Read from ``recompile-budget.yaml`` or ``[tool.recompile-cli]`` in ``pyproject.toml``, validated
+completely; paths in it are relative to the file's folder. Errors name file, line and field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .causes import CAUSE_CODES
+from .errors import BudgetError
+from .locate import Invalid, only_keys
+
+DEFAULT_FILE = "recompile-budget.yaml"
+DEFAULT_TOLERANCE = 0.5
+_LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes")
+_TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
+                "static_argnames", "static_argnums", "no_jit")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits for the functions whose name matches ``pattern`` (a glob), each on its own."""
+
+    pattern: str
+    max_compiles: int | None = None
+    max_traces: int | None = None
+    max_compile_seconds: float | None = None
+    tolerance: float = DEFAULT_TOLERANCE  # max_compile_seconds may be exceeded by this fraction
+    allowed_causes: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetBudget:
+    """One thing to run (a function with its spec, or a script) and its budgets."""
+
+    label: str
+    target: str | None = None  # "path/file.py:function" or "module:function"
+    args: str | None = None  # spec file path
+    script: str | None = None
+    script_args: tuple[str, ...] = ()
+    steady_state_after: int | None = None
+    budgets: tuple[Budget, ...] = ()
+    jit_options: tuple[tuple[str, tuple], ...] = ()
+    no_jit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetFile:
+    path: str
+    folder: str
+    targets: tuple[TargetBudget, ...]
+
+
+def find_budget_file(explicit: str | Path | None, cwd: Path | None = None) -> Path:
+    """The given file, else ``recompile-budget.yaml``, else ``pyproject.toml`` in ``cwd``."""
+    if explicit is not None:
+        return Path(explicit)
+    folder = cwd or Path(".")
+    for name in (DEFAULT_FILE, "pyproject.toml"):
+        if (folder / name).is_file():
+            return folder / name
+    raise BudgetError(f"No budget file: there is no {DEFAULT_FILE} or pyproject.toml in "
+                      f"{folder.resolve()}. "
+                      "Pass one (recompile-cli check path/to/recompile-budget.yaml); the README's "
+                      "'Use in CI' section has an example.")
+
+
+def load_budget_file(path: str | Path) -> BudgetFile:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BudgetError(f"Cannot read the budget file {path}: {exc.strerror or exc}.") from None
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text).get("tool", {}).get("recompile-cli")
+        except tomllib.TOMLDecodeError as exc:
+            raise BudgetError(f"{path}: not valid TOML ({exc}).") from None
+        if data is None:
+            raise BudgetError(f"{path} has no [tool.recompile-cli] table. Add one with a "
+                              "'targets' list, or pass a recompile-budget.yaml.")
+        text = None  # line numbers are for YAML only
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f", line {mark.line + 1}" if mark is not None else ""
+            raise BudgetError(f"{path}{where}: not valid YAML "
+                              f"({getattr(exc, 'problem', None) or exc}).") from None
+    try:
+        return BudgetFile(str(path), str(path.resolve().parent), _parse(data))
+    except Invalid as bad:
+        raise BudgetError(bad.located(path, text)) from None
+
+
+def _parse(data: Any) -> tuple[TargetBudget, ...]:
+    if not isinstance(data, dict):
+        raise Invalid((), "the budget file must be a mapping with a 'targets' list")
+    only_keys(data, ("targets",), ())
+    targets = data.get("targets")
+    if not isinstance(targets, list) or not targets:
+        raise Invalid(("targets",), "must be a non-empty list of targets")
+    return tuple(_target(raw, ("targets", i)) for i, raw in enumerate(targets))
+
+
+def _target(raw: Any, where: tuple) -> TargetBudget:
+    if not isinstance(raw, dict):
+        raise Invalid(where, "each target is a mapping with 'target' (and 'args') or 'script'")
+    only_keys(raw, _TARGET_KEYS, where)
+    if ("target" in raw) == ("script" in raw):
+        raise Invalid(where, "give exactly one of 'target' (module:function) or 'script'")
+    for key in ("target", "args", "script"):
+        if key in raw and not isinstance(raw[key], str):
+            raise Invalid(where + (key,), "must be a string")
+    if "target" in raw and ":" not in raw["target"]:
+        raise Invalid(where + ("target",), "must be 'path/file.py:function' or "
+                                           "'module:function'")
+    script_args = raw.get("script_args", [])
+    if not isinstance(script_args, list):
+        raise Invalid(where + ("script_args",), "must be a list of strings")
+    steady = raw.get("steady_state_after")
+    if steady is not None and (not isinstance(steady, int) or isinstance(steady, bool)
+                               or steady < 0):
+        raise Invalid(where + ("steady_state_after",), "must be a non-negative integer")
+    budgets = raw.get("budgets", {})
+    if not isinstance(budgets, dict) or (not budgets and steady is None):
+        raise Invalid(where + ("budgets",), "must map function names or globs to limits, e.g. "
+                                            "{train_step: {max_compiles: 2}}")
+    jit_options = []
+    for key in ("static_argnames", "static_argnums"):
+        if key in raw:
+            values = raw[key] if isinstance(raw[key], list) else [raw[key]]
+            wanted = str if key.endswith("names") else int
+            if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in values):
+                raise Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
+            jit_options.append((key, tuple(values)))
+    label = raw.get("target") or " ".join([raw["script"], *map(str, script_args)])
+    return TargetBudget(
+        label=label, target=raw.get("target"), args=raw.get("args"), script=raw.get("script"),
+        script_args=tuple(str(a) for a in script_args), steady_state_after=steady,
+        budgets=tuple(_budget(str(k), v, where + ("budgets", k)) for k, v in budgets.items()),
+        jit_options=tuple(jit_options), no_jit=bool(raw.get("no_jit", False)))
+
+
+def _budget(pattern: str, raw: Any, where: tuple) -> Budget:
+    if not isinstance(raw, dict) or not raw:
+        raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
+    only_keys(raw, _LIMITS, where)
+    for key in ("max_compiles", "max_traces"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 0):
+            raise Invalid(where + (key,), f"must be a non-negative integer, got {value!r}")
+    for key in ("max_compile_seconds", "tolerance"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or value < 0):
+            raise Invalid(where + (key,), f"must be a non-negative number, got {value!r}")
+    causes = raw.get("allowed_causes")
+    if causes is not None:
+        if not isinstance(causes, list) or not all(c in CAUSE_CODES for c in causes):
+            raise Invalid(where + ("allowed_causes",), "must be a list of cause codes: "
+                                                       + ", ".join(CAUSE_CODES))
+        causes = tuple(causes)
+    return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
+                  raw.get("max_compile_seconds"), float(raw.get("tolerance", DEFAULT_TOLERANCE)),
+                  causes)

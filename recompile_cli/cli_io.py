@@ -1,0 +1,79 @@
+"""Output for the command line (the CLI layer, with ``cli.py``): print and write reports and
+gate results, and talk to CI (GitHub step summary and annotations, JUnit XML files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from .analysis import Report
+from .errors import EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
+from .gate import BudgetRow, Violation
+from .render import guess_format, render
+from .render.ci import annotations, gate_summary, junit_xml
+
+
+def fail(exc: RecompileError) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def write_text(path: Path, text: str, what: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        fail(RecompileError(f"Cannot write the {what} to {path}: {exc.strerror or exc}. Choose "
+                            "a writable path."))
+
+
+def emit_report(report: Report, fmt: str | None, output: Path | None, save: Path | None,
+                show_all: bool) -> None:
+    """Print the report (and write it to --output / --save); add it to the GitHub summary."""
+    if save is not None:
+        write_text(save, render(report, "json"), "session")
+    if output is not None:
+        file_format = fmt or guess_format(str(output)) or "json"
+        write_text(output, render(report, file_format, show_all), "report")
+        typer.echo(render(report, "table", show_all), nl=False)
+        typer.echo(f"Report written to {output} ({file_format}).")
+    else:
+        typer.echo(render(report, fmt or "table", show_all), nl=False)
+    _step_summary(render(report, "markdown", show_all))
+
+
+def emit_gate(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],
+              warnings: list[str], junit: Path | None, suite: str) -> bool:
+    """Print the gate's results and CI outputs; True when every gate held."""
+    every = [v for row in rows for v in row.violations] + violations
+    typer.echo("")
+    typer.echo(gate_summary(rows, violations, improvements, warnings), nl=False)
+    if junit is not None:
+        write_text(junit, junit_xml(rows, violations, suite), "JUnit XML")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in annotations(every):
+            typer.echo(line)
+    _step_summary(gate_summary(rows, violations, improvements, warnings, markdown=True))
+    return not every
+
+
+def finish(failure: str | None, gate_held: bool = True) -> None:
+    """Exit 3 if the target raised, else 1 if a gate failed, else return (exit 0)."""
+    if failure:
+        typer.echo(f"error: {failure.rstrip('.')}. The report above covers everything "
+                   "recorded before the failure.", err=True)
+        raise typer.Exit(EXIT_TARGET_RAISED)
+    if not gate_held:
+        raise typer.Exit(EXIT_GATE)
+
+
+def _step_summary(markdown: str) -> None:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        try:
+            with open(path, "a") as summary:
+                summary.write(markdown + "\n")
+        except OSError:
+            typer.echo(f"warning: cannot append to GITHUB_STEP_SUMMARY ({path})", err=True)

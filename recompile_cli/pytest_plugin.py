@@ -1,0 +1,110 @@
+"""pytest plugin: ``@pytest.mark.max_compiles(...)`` and the ``recompiles`` fixture.
+
+Registered through the ``pytest11`` entry point. A marked test, or one using the fixture, starts
+from clean JAX caches and is recorded; a broken budget fails the test with the same message as
+``recompile-cli``'s gates (function, counts, causes with the argument diff). Heavy imports (JAX,
+pandas) happen only in tests that use the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+MARKER = "max_compiles"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(n=None, **per_function): fail the test when a function compiles "
+        "more often: max_compiles(1) for every user function, max_compiles(train_step=1) per "
+        "function (globs allowed).")
+
+
+class Recompiles:
+    """What the ``recompiles`` fixture gives a test: the recording so far, and assertions."""
+
+    def __init__(self, name: str) -> None:
+        import jax
+
+        from .recorder import Recorder
+
+        jax.clear_caches()
+        self._recorder = Recorder(name).start()
+        self._stopped = False
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self._recorder.stop()
+
+    @property
+    def report(self) -> Any:
+        """The analysed recording so far (``recompile_cli.analysis.Report``)."""
+        from .analysis import analyse
+
+        session = (self._recorder.session if self._stopped else self._recorder.snapshot())
+        return analyse(session)
+
+    def compiles(self, function: str | None = None) -> int:
+        """Compiles of ``function`` (a name), or of all your functions."""
+        return int(self._rows(function)["compiles"].sum())
+
+    def traces(self, function: str | None = None) -> int:
+        return int(self._rows(function)["traces"].sum())
+
+    def causes(self, function: str) -> list[str]:
+        """The primary cause code of each trace or compile of ``function``, in order."""
+        report = self.report
+        return [report.primary(e).code for e in report.session.events
+                if e.function == function and e.depth == 0]
+
+    def assert_max_compiles(self, n: int | None = None, **per_function: int) -> None:
+        messages = budget_violations(self.report, n, per_function)
+        if messages:
+            raise AssertionError("\n".join(messages))
+
+    def _rows(self, function: str | None):
+        frame = self.report.functions
+        if function is None:
+            return frame[frame["owner"] == "user"]
+        return frame[frame["name"] == function]
+
+
+def budget_violations(report: Any, n: int | None, per_function: dict[str, int]) -> list[str]:
+    from .budget import Budget
+    from .gate import check_budgets
+
+    budgets = [Budget(name, max_compiles=limit) for name, limit in per_function.items()]
+    if n is not None:
+        budgets.append(Budget("*", max_compiles=n))
+    rows = check_budgets(report, report.session.target, budgets, owners=("user",))
+    return [f"recompile-cli: {v.message}" for row in rows for v in row.violations]
+
+
+@pytest.fixture
+def recompiles(request: pytest.FixtureRequest):
+    """Records the test (from clean JAX caches); assert on ``compiles()``, ``causes()``..."""
+    recording = Recompiles(request.node.nodeid)
+    yield recording
+    recording.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return (yield)
+    n = marker.args[0] if marker.args else None
+    shared = getattr(item, "funcargs", {}).get("recompiles")
+    recording = shared if isinstance(shared, Recompiles) else Recompiles(item.nodeid)
+    try:
+        result = yield
+    finally:
+        if recording is not shared:
+            recording.stop()
+    messages = budget_violations(recording.report, n, dict(marker.kwargs))
+    if messages:
+        pytest.fail("\n".join(messages), pytrace=False)
+    return result
