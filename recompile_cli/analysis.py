@@ -20,6 +20,10 @@ from .suggest import Suggestion, suggest
 FUNCTION_COLUMNS = ["key", "name", "defined_at", "owner", "package", "calls", "traces",
                     "compiles", "errors", "trace_seconds", "lower_seconds", "compile_seconds",
                     "causes"]
+EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
+                 "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
+                 "compile_seconds", "cause", "argument", "before", "after", "detail",
+                 "error_type", "error_argument", "persistent_cache"]
 CAUSE_COLUMNS = ["function", "owner", "code", "argument", "call_site", "count", "seconds",
                  "values", "first_event"]
 
@@ -113,7 +117,7 @@ def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.Dat
     ).reset_index()
     by_key = frame.groupby("key", sort=False)["cause"]
     table["causes"] = [dict(Counter(by_key.get_group(k)).most_common()) for k in table["key"]]
-    table["calls"] = [session.calls.get(k) for k in table["key"]]
+    table["calls"] = pd.array([session.calls.get(k) for k in table["key"]], dtype="Int64")
     table["not_user"] = table["owner"] != "user"
     table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],
                               kind="stable")
@@ -154,3 +158,23 @@ def _value_range(group: pd.DataFrame) -> str:
     if len(values) <= 3:
         return " -> ".join(values)
     return f"{values[0]} ... {values[-1]} ({len(values)} values)"
+
+
+def events_frame(report: Report) -> pd.DataFrame:
+    """One flat row per event (EVENT_COLUMNS), its primary cause spelled out."""
+    rows = []
+    for e in report.session.events:
+        cause = report.primary(e)
+        rows.append({
+            "seq": e.seq, "function": e.function, "defined_at": e.defined_at, "owner": e.owner,
+            "call_site": e.call_site, "call_index": e.call_index, "depth": e.depth,
+            "kind": event_kind(e), "traced": e.traced, "compiled": e.compiled,
+            "start_seconds": e.start_seconds, "trace_seconds": e.trace_seconds,
+            "lower_seconds": e.lower_seconds, "compile_seconds": e.compile_seconds,
+            "cause": cause.code, "argument": cause.argument, "before": cause.before,
+            "after": cause.after, "detail": cause.detail,
+            "error_type": e.error.type if e.error else None,
+            "error_argument": e.error.argument if e.error else None,
+            "persistent_cache": e.persistent_cache,
+        })
+    return pd.DataFrame(rows, columns=EVENT_COLUMNS)

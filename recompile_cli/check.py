@@ -54,13 +54,14 @@ def _spec(target: TargetBudget) -> Spec | None:
 
 def _run(target: TargetBudget, spec: Spec | None, hook_mode: str):
     if target.script is not None:
-        outcome = runner.run_script(target.script, list(target.script_args), hook_mode,
-                                    count_calls=target.steady_state_after is not None)
+        outcome = runner.run_script(target.script, list(target.script_args), runner.RunOptions(
+            hook_mode, count_calls=target.steady_state_after is not None))
         return outcome, None
     found = loader.load_target(target.target)
     options = dict(spec.jit_options)
     options.update(dict(target.jit_options))
-    return (runner.profile(found, spec, options, target.no_jit, hook_mode=hook_mode),
+    return (runner.profile(found, spec, options, target.no_jit,
+                           options=runner.RunOptions(hook_mode)),
             function_key_of(found.function))
 
 

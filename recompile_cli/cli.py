@@ -25,6 +25,9 @@ class Format(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    csv = "csv"
+    chrome_trace = "chrome-trace"
+    html = "html"
 
 
 class HookMode(str, Enum):
@@ -35,7 +38,9 @@ class HookMode(str, Enum):
 FormatOption = Annotated[Optional[Format], typer.Option(
     "--format", "-f", help="Report format (default: table; inferred from --output's extension).")]
 OutputOption = Annotated[Optional[Path], typer.Option(
-    "--output", "-o", help="Also write the report to this file (.json, .md, .txt).")]
+    "--output", "-o", help="Also write the report to this file (.json, .md, .txt, .csv, "
+    ".html, .trace.json); with csv, a folder (no extension) gets functions.csv, events.csv "
+    "and causes.csv.")]
 SaveOption = Annotated[Optional[Path], typer.Option(
     "--save", help="Save the whole session as JSON, to read later with `recompile-cli report`.")]
 AllOption = Annotated[bool, typer.Option(
@@ -56,6 +61,11 @@ SaveBaselineOption = Annotated[Optional[Path], typer.Option(
 BaselineOption = Annotated[Optional[Path], typer.Option(
     "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
     "that compiles.")]
+EventsLogOption = Annotated[Optional[Path], typer.Option(
+    "--events-log", help="Append every event to this JSON-lines file as it happens (flushed), "
+    "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
+QuietOption = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="No progress display.")]
 JunitOption = Annotated[Optional[Path], typer.Option(
     "--junit-xml", help="Write the gate results as JUnit XML (one test case per function).")]
 
@@ -79,6 +89,7 @@ def profile(
     compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
     fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
+    events_log: EventsLogOption = None, quiet: QuietOption = False,
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from . import loader, runner
@@ -93,7 +104,10 @@ def profile(
         if compilation_cache:
             runner.use_compilation_cache(compilation_cache)
         found = loader.load_target(target)
-        outcome = runner.profile(found, spec, jit_options, no_jit, keep_going, hook_mode.value)
+        progress = None if quiet else cli_io.progress_printer()
+        outcome = runner.profile(found, spec, jit_options, no_jit, keep_going,
+                                 runner.RunOptions(hook_mode.value, events_log, progress))
+        cli_io.end_progress(progress)
     except RecompileError as exc:
         cli_io.fail(exc)
     _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
@@ -115,6 +129,7 @@ def run(
     compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
     fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
+    events_log: EventsLogOption = None,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
 
@@ -126,8 +141,8 @@ def run(
         baseline_data = _load_baseline(baseline)
         if compilation_cache:
             runner.use_compilation_cache(compilation_cache)
-        outcome = runner.run_script(script, list(script_args or []), hook_mode.value,
-                                    count_calls)
+        outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
+            hook_mode.value, events_log, count_calls=count_calls))
     except RecompileError as exc:
         cli_io.fail(exc)
     _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
@@ -180,7 +195,7 @@ def check(
 @app.command()
 def report(
     session: Annotated[Path, typer.Argument(help="A session saved with --save or --output "
-                                                 "FILE.json.")],
+                                                 "FILE.json, or an --events-log FILE.jsonl.")],
     fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
 ) -> None:
     """Render a saved session again, in any format, without running anything."""
@@ -242,7 +257,7 @@ def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, 
             improvements, warnings = compared.improvements, compared.warnings
         held = cli_io.emit_gate([], violations, improvements, warnings, junit_xml,
                                 outcome.session.target)
-    cli_io.finish(outcome.failure, held)
+    cli_io.finish(outcome.failure, held, outcome.interrupted)
 
 
 def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:

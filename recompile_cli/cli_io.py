@@ -12,6 +12,7 @@ from .analysis import Report
 from .errors import EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
 from .gate import BudgetRow, Violation
 from .render import guess_format, render
+from .render.csv import render_files as csv_files
 from .render.ci import annotations, gate_summary, junit_xml
 
 
@@ -36,7 +37,11 @@ def emit_report(report: Report, fmt: str | None, output: Path | None, save: Path
         write_text(save, render(report, "json"), "session")
     if output is not None:
         file_format = fmt or guess_format(str(output)) or "json"
-        write_text(output, render(report, file_format, show_all), "report")
+        if file_format == "csv" and (output.is_dir() or not output.suffix):  # a folder
+            for name, text in csv_files(report).items():
+                write_text(output / name, text, "CSV table")
+        else:
+            write_text(output, render(report, file_format, show_all), "report")
         typer.echo(render(report, "table", show_all), nl=False)
         typer.echo(f"Report written to {output} ({file_format}).")
     else:
@@ -59,14 +64,45 @@ def emit_gate(rows: list[BudgetRow], violations: list[Violation], improvements: 
     return not every
 
 
-def finish(failure: str | None, gate_held: bool = True) -> None:
-    """Exit 3 if the target raised, else 1 if a gate failed, else return (exit 0)."""
+def finish(failure: str | None, gate_held: bool = True, interrupted: int | None = None) -> None:
+    """Exit 130/143 if interrupted, 3 if the target raised, else 1 if a gate failed, else
+    return (exit 0)."""
+    if interrupted:
+        typer.echo(f"recompile-cli: {failure}; the report above covers everything recorded "
+                   "until then.", err=True)
+        raise typer.Exit(interrupted)
     if failure:
         typer.echo(f"error: {failure.rstrip('.')}. The report above covers everything "
                    "recorded before the failure.", err=True)
         raise typer.Exit(EXIT_TARGET_RAISED)
     if not gate_held:
         raise typer.Exit(EXIT_GATE)
+
+
+def progress_printer():
+    """A progress display on stderr (calls done, compiles so far, elapsed) for terminals only."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int, compiles: int, elapsed: float) -> None:
+        width = 24
+        filled = int(width * done / total) if total else width
+        bar = "#" * filled + "-" * (width - filled)
+        sys.stderr.write(f"\r[{bar}] calls {done}/{total}, {compiles} compiles, "
+                         f"{elapsed:.1f} s elapsed")
+        sys.stderr.flush()
+
+    return show
+
+
+def end_progress(progress) -> None:
+    if progress is not None:
+        import sys
+
+        sys.stderr.write("\r\033[K")  # clear the progress line
+        sys.stderr.flush()
 
 
 def _step_summary(markdown: str) -> None:

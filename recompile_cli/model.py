@@ -122,6 +122,22 @@ class Event:
     persistent_cache: str | None = None
     cache_saved_seconds: float = 0.0
     call_of: str | None = None  # function key of the profiled target / counted function
+    lower_start_seconds: float | None = None  # when lowering began (seconds since the start)
+    compile_start_seconds: float | None = None
+
+    def stages(self) -> list[tuple[str, float, float]]:
+        """(stage, start, seconds) for each stage that ran: trace, lower, compile."""
+        out = [("trace", self.start_seconds, self.trace_seconds)] if self.traced else []
+        if self.lower_start_seconds is not None:
+            out.append(("lower", self.lower_start_seconds, self.lower_seconds))
+        if self.compile_start_seconds is not None:
+            out.append(("compile", self.compile_start_seconds, self.compile_seconds))
+        return out
+
+    @property
+    def end_seconds(self) -> float:
+        return max((start + seconds for _, start, seconds in self.stages()),
+                   default=self.start_seconds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import frames, jax_internals
 from .captures import Snapshot
@@ -63,6 +63,9 @@ class _Draft:
     cache_saved_seconds: float = 0.0
     jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
     call_of: str | None = None
+    lower_start: float | None = None
+    compile_start: float | None = None
+    id: int = 0  # creation order, stable while the event is still being filled in
 
 
 def _bare(name: str | None) -> str | None:
@@ -79,11 +82,16 @@ class Recorder:
         target: a label for what is being profiled, kept in the session.
         hook_mode: ``"private"`` (default; falls back to public-only when the internals are
             missing) or ``"public-only"`` to use only the public monitoring events.
+        sink: called with each event every time it changes (trace, lowering, compile), for
+            streaming; events are identified by ``seq`` = creation order there.
     """
 
-    def __init__(self, target: str = "", hook_mode: str = PRIVATE) -> None:
+    def __init__(self, target: str = "", hook_mode: str = PRIVATE,
+                 sink: Callable[[Event], None] | None = None) -> None:
         self.target = target
         self._requested_mode = hook_mode
+        self._sink = sink
+        self.compiles = 0  # backend compiles so far (for progress displays)
         self.hook_mode = hook_mode
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -145,11 +153,20 @@ class Recorder:
         self.session = self.snapshot(target_exception, calls, final=True)
         return self.session
 
+    def environment(self) -> Environment:
+        import jax
+
+        return Environment(jax_version=jax.__version__, python_version=platform.python_version(),
+                           backend=jax.default_backend(), hook_mode=self.hook_mode,
+                           compilation_cache_dir=self._cache_dir)
+
+    @property
+    def base_context(self) -> dict[str, str]:
+        return dict(self._base_context)
+
     def snapshot(self, target_exception: str | None = None,
                  calls: dict[str, int] | None = None, final: bool = False) -> Session:
         """A frozen ``Session`` of everything recorded so far; recording goes on."""
-        import jax
-
         wall = self._wall if final else time.perf_counter() - self._t0
         stale = self._stale_captures()
         warnings = list(self._warnings) + [
@@ -160,10 +177,7 @@ class Recorder:
         with self._lock:
             drafts = sorted(self._drafts, key=lambda d: d.start)
         return Session(
-            environment=Environment(jax_version=jax.__version__,
-                                    python_version=platform.python_version(),
-                                    backend=jax.default_backend(), hook_mode=self.hook_mode,
-                                    compilation_cache_dir=self._cache_dir),
+            environment=self.environment(),
             target=self.target, events=tuple(_freeze(i, d) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(calls or {}),
             warnings=tuple(warnings), stale_captures=tuple(stale),
@@ -216,14 +230,16 @@ class Recorder:
 
     def _on_stage(self, stage: str, name: str | None, seconds: float) -> None:
         local = self._local
+        start = time.perf_counter() - self._t0 - seconds  # the duration event fires at the end
         current: _Draft | None = getattr(local, "current", None)
         if stage == "trace":
             if self._hooks is None:  # private mode times traces itself, nested ones included
                 local.current = self._new(name or "?", None, depth=0, seconds=seconds)
                 local.current.traced, local.current.trace_seconds = True, seconds
+                self._emit(local.current)
             return
         if stage == "lower" and self._hooks is not None:
-            local.pending_lower = (name, seconds)  # claimed by _on_lower right after
+            local.pending_lower = (seconds, start)  # claimed by _on_lower right after
             return
         fits = (current is not None and current.function == name
                 and not (current.lowered if stage == "lower" else current.compiled))
@@ -231,16 +247,20 @@ class Recorder:
             current = self._new(name or "?", None, depth=0, seconds=seconds)
             local.current = current
         if stage == "lower":
-            current.lowered, current.lower_seconds = True, seconds
+            current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
         else:
             pending = getattr(local, "pending_lower", None)
             if pending is not None and not current.lowered:  # lowered outside the hooked path
-                current.lowered, current.lower_seconds = True, pending[1]
+                current.lowered = True
+                current.lower_seconds, current.lower_start = pending
             local.pending_lower = None
-            current.compiled, current.compile_seconds = True, seconds
+            current.compiled, current.compile_seconds, current.compile_start = (
+                True, seconds, start)
+            self.compiles += 1
             current.persistent_cache = getattr(local, "cache_status", None)
             current.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
             local.cache_status, local.cache_saved = None, 0.0
+        self._emit(current)
 
     def _on_trace(self, info: jax_internals.TraceInfo) -> None:
         if self._paused:
@@ -261,6 +281,7 @@ class Recorder:
                 self._snapshots.append((info.name, info.defined_at, snapshot))
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
+        self._emit(draft)
 
     def _on_lower(self, info: jax_internals.LowerInfo) -> None:
         if self._paused:
@@ -268,14 +289,15 @@ class Recorder:
         local = self._local
         pending = getattr(local, "pending_lower", None)
         local.pending_lower = None
-        seconds = pending[1] if pending else 0.0
+        seconds, start = pending or (0.0, time.perf_counter() - self._t0)
         current: _Draft | None = getattr(local, "current", None)
         if current is None or current.lowered or current.jaxpr_id != info.jaxpr_id:
             current = self._new(info.name, info.defined_at, depth=0, seconds=seconds)
             current.signature = Signature(leaves=info.leaves)
             current.lowering_changes = info.changes
             local.current = current
-        current.lowered, current.lower_seconds = True, seconds
+        current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
+        self._emit(current)
 
     def _on_internal_error(self, exc: BaseException) -> None:
         self._internal_errors += 1
@@ -290,8 +312,14 @@ class Recorder:
             call_index=self._call_index, call_of=self._call_of, depth=depth,
             start=time.perf_counter() - seconds - self._t0)
         with self._lock:
+            draft.id = len(self._drafts)
             self._drafts.append(draft)
         return draft
+
+    def _emit(self, draft: _Draft) -> None:
+        """Hand the event, as it is now, to the streaming sink (``--events-log``), if any."""
+        if self._sink is not None:
+            self._sink(_freeze(draft.id, draft))
 
     def _stale_captures(self) -> list[StaleCapture]:
         found: dict[tuple, StaleCapture] = {}
@@ -361,4 +389,5 @@ def _freeze(seq: int, d: _Draft) -> Event:
         lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
         signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
         persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
-        call_of=d.call_of)
+        call_of=d.call_of, lower_start_seconds=d.lower_start,
+        compile_start_seconds=d.compile_start)

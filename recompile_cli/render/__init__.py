@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import Callable
 
 from ..analysis import Report
-from . import json_report, table
+from . import chrome_trace, csv, html, json_report, table
 
 RENDERERS: dict[str, Callable[..., str]] = {
     "table": table.render,
     "json": json_report.render,
     "markdown": table.render_markdown,
+    "csv": csv.render,
+    "chrome-trace": chrome_trace.render,
+    "html": html.render,
 }
-_EXTENSIONS = {".json": "json", ".txt": "table", ".md": "markdown"}
+_EXTENSIONS = {".trace.json": "chrome-trace", ".json": "json", ".txt": "table",
+               ".md": "markdown", ".csv": "csv", ".html": "html", ".htm": "html"}
 
 
 def guess_format(path: str | None) -> str | None:

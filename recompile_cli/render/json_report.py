@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+import pandas as pd
+
 from ..analysis import Report, event_kind
 from ..model import SCHEMA_VERSION, Event
 
@@ -18,8 +20,7 @@ def to_dict(report: Report) -> dict[str, Any]:
     session = report.session
     functions = report.functions.drop(columns=["key"]).to_dict(orient="records")
     for row in functions:
-        row["calls"] = None if row["calls"] is None or row["calls"] != row["calls"] else int(
-            row["calls"])
+        row["calls"] = None if pd.isna(row["calls"]) else int(row["calls"])
         for name in ("traces", "compiles", "errors"):
             row[name] = int(row[name])
     causes = report.cause_table.to_dict(orient="records")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
 from tabulate import tabulate
 
 from ..analysis import (COMPILED_WITHOUT_RETRACE, RETRACED_AND_COMPILED, RETRACED_REUSED,
@@ -59,47 +60,37 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> s
     return "\n".join(lines) + "\n"
 
 
-def _cause_table(report: Report, style: Style) -> list[str]:
-    table = report.cause_table
-    if table.empty:
-        return []
+Table = tuple[list[str], list[list]]
+
+
+def cause_rows(report: Report) -> Table:
     rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, relative(r.call_site),
-             r.seconds] for r in table.head(_MAX_ROWS).itertuples()]
-    lines = ["", style.heading.format("Re-compilations by cost")]
-    lines.append(_tabulate(rows, ["count", "cause", "function", "argument", "values", "call",
-                                  "seconds"], style, [None, None, 24, 20, 44, 40, None]))
-    if len(table) > _MAX_ROWS:
-        lines.append(f"... {len(table) - _MAX_ROWS} more (see --format json)")
-    return lines
+             r.seconds] for r in report.cause_table.head(_MAX_ROWS).itertuples()]
+    return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
 
 
-def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
+def function_rows(report: Report, show_all: bool) -> Table:
     frame = report.functions
     shown = frame if show_all else frame[frame["owner"] == "user"]
-    rows = [[r.name, relative(r.defined_at), "" if r.calls is None or r.calls != r.calls else
-             int(r.calls), r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
+    rows = [[r.name, relative(r.defined_at), "" if pd.isna(r.calls) else int(r.calls), r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
             for r in shown.itertuples()]
     headers = ["function", "defined at", "calls", "traces", "compiles", "errors", "trace s",
                "lower s", "compile s", "top causes"] + (["owner"] if show_all else [])
-    lines = [style.heading.format("Functions")]
-    if rows:
-        lines.append(_tabulate(rows, headers, style))
-    else:
-        lines.append("(no user function was traced or compiled)")
-    if not show_all:
-        hidden = frame[frame["owner"] != "user"]
-        if len(hidden) and style is MARKDOWN:
-            lines.append("")
-        for package, group in hidden.groupby("package", sort=True):
-            lines.append(
-                f"+ {package}: {len(group)} internal functions, {int(group['traces'].sum())} "
-                f"traces, {int(group['compiles'].sum())} compiles, "
-                f"{group['compile_seconds'].sum():.3f} s compile (--all lists them)")
-    return lines
+    return headers, rows
 
 
-def _events(report: Report, show_all: bool, style: Style) -> list[str]:
+def hidden_functions(report: Report) -> list[str]:
+    """One line per package whose functions are not listed (JAX's, libraries')."""
+    frame = report.functions
+    hidden = frame[frame["owner"] != "user"]
+    return [f"+ {package}: {len(group)} internal functions, {int(group['traces'].sum())} "
+            f"traces, {int(group['compiles'].sum())} compiles, "
+            f"{group['compile_seconds'].sum():.3f} s compile (--all lists them)"
+            for package, group in hidden.groupby("package", sort=True)]
+
+
+def event_rows(report: Report, show_all: bool) -> Table:
     rows = []
     for event in report.session.events:
         cause = report.primary(event)
@@ -114,12 +105,39 @@ def _events(report: Report, show_all: bool, style: Style) -> list[str]:
         rows.append([event.seq, event.function, relative(event.call_site) or "", what,
                      cause.argument or "", change,
                      f"error: {event.error.type}" if event.error else cause.code])
+    return ["#", "function", "call", "stage", "argument", "before -> after", "cause"], rows
+
+
+def _cause_table(report: Report, style: Style) -> list[str]:
+    if report.cause_table.empty:
+        return []
+    headers, rows = cause_rows(report)
+    lines = ["", style.heading.format("Re-compilations by cost"),
+             _tabulate(rows, headers, style, [None, None, 24, 20, 44, 40, None])]
+    if len(report.cause_table) > _MAX_ROWS:
+        lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
+    return lines
+
+
+def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
+    headers, rows = function_rows(report, show_all)
+    lines = [style.heading.format("Functions")]
+    lines.append(_tabulate(rows, headers, style) if rows
+                 else "(no user function was traced or compiled)")
+    if not show_all:
+        hidden = hidden_functions(report)
+        if hidden and style is MARKDOWN:
+            lines.append("")
+        lines += hidden
+    return lines
+
+
+def _events(report: Report, show_all: bool, style: Style) -> list[str]:
+    headers, rows = event_rows(report, show_all)
     if not rows:
         return []
-    lines = ["", style.heading.format("Recompilation events")]
-    lines.append(_tabulate(rows[:_MAX_ROWS], ["#", "function", "call", "stage", "argument",
-                                              "before -> after", "cause"], style,
-                           [None, 24, 40, None, 20, 50, None]))
+    lines = ["", style.heading.format("Recompilation events"),
+             _tabulate(rows[:_MAX_ROWS], headers, style, [None, 24, 40, None, 20, 50, None])]
     if len(rows) > _MAX_ROWS:
         lines.append(f"... {len(rows) - _MAX_ROWS} more (see --format json)")
     return lines

@@ -1,0 +1,139 @@
+"""A self-contained HTML report: summary, cost-ranked causes, a compile timeline per function
+(inline SVG), events with their argument diffs, suggestions and warnings. No network access is
+needed to open it: styles, script and picture are all inside the file."""
+
+from __future__ import annotations
+
+from html import escape
+
+from tabulate import tabulate
+
+from ..analysis import Report
+from ..frames import relative
+from ..model import function_key
+from .table import cause_rows, event_rows, function_rows, hidden_functions
+
+_STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
+_ROW, _LABEL, _WIDTH = 22, 220, 960
+
+
+def render(report: Report, show_all: bool = False) -> str:
+    session, totals = report.session, report.totals
+    env = session.environment
+    sections = [
+        f"<h1>recompile-cli: {escape(session.target)}</h1>",
+        f'<p class="env">jax {escape(env.jax_version)}, {escape(env.backend)}, hook mode '
+        f"{escape(env.hook_mode)}</p>",
+        '<div class="summary" id="summary">' + "".join(
+            f'<div class="stat"><b>{value}</b><span>{label}</span></div>' for label, value in [
+                ("traces", totals["traces"]), ("compiles", totals["compiles"]),
+                ("errors", totals["errors"]),
+                ("compile s", f"{totals['compile_seconds']:.3f}"),
+                ("wall s", f"{totals['wall_seconds']:.3f}")]) + "</div>",
+    ]
+    if session.target_exception:
+        sections.append(f'<p class="error">The target raised: '
+                        f"{escape(session.target_exception)}</p>")
+    if not report.cause_table.empty:
+        sections += ["<h2>Re-compilations by cost</h2>", _table(*cause_rows(report), "causes")]
+    sections += ["<h2>Timeline</h2>", _timeline(report)]
+    sections += ["<h2>Functions</h2>", _table(*function_rows(report, show_all), "functions")]
+    if not show_all:
+        sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
+    headers, rows = event_rows(report, show_all)
+    if rows:
+        sections += ["<h2>Recompilation events</h2>", _table(headers, rows, "events")]
+    if report.suggestions:
+        sections += ["<h2>Suggestions</h2>", "<ul>" + "".join(
+            f"<li><b>{escape(s.function)}</b>: {escape(s.message)}</li>"
+            for s in report.suggestions) + "</ul>"]
+    if session.warnings:
+        sections += ["<h2>Warnings</h2>", "<ul>" + "".join(
+            f"<li>{escape(w)}</li>" for w in session.warnings) + "</ul>"]
+    return _PAGE.format(title=escape(f"recompile-cli: {session.target}"),
+                        body="\n".join(sections))
+
+
+def _table(headers: list[str], rows: list[list], name: str) -> str:
+    table = tabulate(rows, headers=headers, tablefmt="html", floatfmt=".3f")
+    return table.replace("<table>", f'<table class="sortable" id="{name}">', 1)
+
+
+def _timeline(report: Report) -> str:
+    """One row per function that compiled or re-traced at top level; a bar per stage."""
+    session = report.session
+    events = [e for e in session.events if e.depth == 0 and (e.traced or e.compiled)]
+    if not events:
+        return "<p>No trace or compile to show.</p>"
+    order: dict[str, str] = {}
+    for e in sorted(events, key=lambda e: (e.owner != "user", e.start_seconds)):
+        order.setdefault(function_key(e.function, e.defined_at),
+                         e.function if e.owner == "user" else f"{e.function} ({e.owner})")
+    rows = {key: i for i, key in enumerate(order)}
+    end = max(session.wall_seconds, max(e.end_seconds for e in events)) or 1.0
+    scale = (_WIDTH - _LABEL - 10) / end
+    height = _ROW * len(rows) + 30
+    parts = [f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" '
+             f'height="{height}" role="img" aria-label="compiles over the run per function">']
+    for key, label in order.items():
+        y = rows[key] * _ROW
+        parts.append(f'<text x="4" y="{y + 15}" class="label">{escape(label[:32])}</text>')
+        parts.append(f'<line x1="{_LABEL}" x2="{_WIDTH - 10}" y1="{y + _ROW - 2}" '
+                     f'y2="{y + _ROW - 2}" class="grid"/>')
+    for e in events:
+        y = rows[function_key(e.function, e.defined_at)] * _ROW + 3
+        cause = report.primary(e)
+        for stage, start, seconds in e.stages():
+            x, w = _LABEL + start * scale, max(seconds * scale, 1.5)
+            tip = (f"#{e.seq} {e.function}: {stage} {seconds * 1000:.1f} ms; {cause.code}"
+                   + (f" at {cause.argument}: {cause.before} -> {cause.after}"
+                      if cause.argument else "")
+                   + (f" ({relative(e.call_site)})" if e.call_site else ""))
+            parts.append(f'<rect class="stage {stage}" x="{x:.1f}" y="{y}" width="{w:.1f}" '
+                         f'height="{_ROW - 8}" fill="{_STAGE_COLOURS[stage]}">'
+                         f"<title>{escape(tip)}</title></rect>")
+    axis_y = height - 12
+    for i in range(6):
+        t = end * i / 5
+        parts.append(f'<text x="{_LABEL + t * scale:.1f}" y="{axis_y}" class="axis">'
+                     f"{t:.2f} s</text>")
+    parts.append("</svg>")
+    legend = " ".join(f'<span class="key" style="background:{c}"></span>{s}'
+                      for s, c in _STAGE_COLOURS.items())
+    return "".join(parts) + f'<p class="legend">{legend}</p>'
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
+h1 {{ font-size: 20px; margin-bottom: 0; }} h2 {{ font-size: 16px; margin-top: 28px; }}
+.env {{ color: #666; margin-top: 4px; }}
+.summary {{ display: flex; gap: 12px; }}
+.stat {{ border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 80px; }}
+.stat b {{ display: block; font-size: 20px; }} .stat span {{ color: #666; }}
+table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ddd; padding: 3px 8px; }}
+th {{ background: #f4f4f4; cursor: pointer; }} td {{ font-family: ui-monospace, monospace; }}
+.error {{ color: #b00020; }} .hidden {{ color: #666; margin: 4px 0; }}
+svg .label {{ font-size: 12px; }} svg .axis {{ font-size: 11px; fill: #666; }}
+svg .grid {{ stroke: #eee; }}
+.key {{ display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; }}
+</style></head>
+<body>
+{body}
+<script>
+// Click a column header to sort its table; the page is complete without script.
+document.querySelectorAll("table.sortable th").forEach((th, column) => {{
+  th.addEventListener("click", () => {{
+    const body = th.closest("table").tBodies[0];
+    const rows = Array.from(body.rows);
+    const key = r => {{ const t = r.cells[column].textContent; const n = parseFloat(t.replace(/^x/, ""));
+                        return isNaN(n) ? t : n; }};
+    rows.sort((a, b) => (key(a) > key(b) ? -1 : key(a) < key(b) ? 1 : 0));
+    rows.forEach(r => body.appendChild(r));
+  }});
+}});
+document.body.dataset.ready = "true";
+</script>
+</body></html>
+"""
