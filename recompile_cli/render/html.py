@@ -36,7 +36,7 @@ def render(report: Report, show_all: bool = False) -> str:
                         f"{escape(session.target_exception)}</p>")
     if not report.cause_table.empty:
         sections += ["<h2>Re-compilations by cost</h2>", _table(*cause_rows(report), "causes")]
-    sections += ["<h2>Timeline</h2>", _timeline(report)]
+    sections += ["<h2>Timeline</h2>", _timeline(report, show_all)]
     sections += ["<h2>Functions</h2>", _table(*function_rows(report, show_all), "functions")]
     if not show_all:
         sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
@@ -59,15 +59,22 @@ def _table(headers: list[str], rows: list[list], name: str) -> str:
     return table.replace("<table>", f'<table class="sortable" id="{name}">', 1)
 
 
-def _timeline(report: Report) -> str:
-    """One row per function that compiled or re-traced at top level; a bar per stage."""
+def _timeline(report: Report, show_all: bool) -> str:
+    """One row per function that traced or compiled at top level (JAX's own functions share one
+    row unless ``show_all``); a bar per stage, at its real time."""
     session = report.session
     events = [e for e in session.events if e.depth == 0 and (e.traced or e.compiled)]
     if not events:
         return "<p>No trace or compile to show.</p>"
+
+    def row_of(e) -> str:
+        if e.owner == "jax" and not show_all:
+            return "jax"
+        return function_key(e.function, e.defined_at)
+
     order: dict[str, str] = {}
     for e in sorted(events, key=lambda e: (e.owner != "user", e.start_seconds)):
-        order.setdefault(function_key(e.function, e.defined_at),
+        order.setdefault(row_of(e), "JAX internals" if row_of(e) == "jax" else
                          e.function if e.owner == "user" else f"{e.function} ({e.owner})")
     rows = {key: i for i, key in enumerate(order)}
     end = max(session.wall_seconds, max(e.end_seconds for e in events)) or 1.0
@@ -81,7 +88,7 @@ def _timeline(report: Report) -> str:
         parts.append(f'<line x1="{_LABEL}" x2="{_WIDTH - 10}" y1="{y + _ROW - 2}" '
                      f'y2="{y + _ROW - 2}" class="grid"/>')
     for e in events:
-        y = rows[function_key(e.function, e.defined_at)] * _ROW + 3
+        y = rows[row_of(e)] * _ROW + 3
         cause = report.primary(e)
         for stage, start, seconds in e.stages():
             x, w = _LABEL + start * scale, max(seconds * scale, 1.5)
@@ -95,8 +102,9 @@ def _timeline(report: Report) -> str:
     axis_y = height - 12
     for i in range(6):
         t = end * i / 5
-        parts.append(f'<text x="{_LABEL + t * scale:.1f}" y="{axis_y}" class="axis">'
-                     f"{t:.2f} s</text>")
+        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
+        parts.append(f'<text x="{_LABEL + t * scale:.1f}" y="{axis_y}" class="axis" '
+                     f'text-anchor="{anchor}">{t:.2f} s</text>')
     parts.append("</svg>")
     legend = " ".join(f'<span class="key" style="background:{c}"></span>{s}'
                       for s, c in _STAGE_COLOURS.items())

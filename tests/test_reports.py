@@ -1,0 +1,239 @@
+"""Reports from saved sessions: golden text formats, CSV round trips, the Perfetto trace, the
+HTML page in a real browser, the events log (killed runs included), signals and progress."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, SAMPLES
+
+DATA = Path(__file__).parent / "data"
+SESSION = DATA / "session.json"  # a real recorded run of train_loop.py, paths made neutral
+GOLDEN = DATA / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"  # UPDATE_GOLDEN=1 pytest rewrites them
+
+
+@pytest.fixture
+def neutral_cwd(tmp_path, monkeypatch):
+    """Render from a folder that is no prefix of the session's paths, so output is exact."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt, golden", [("table", "report.txt"), ("markdown", "report.md"),
+                                         ("csv", "events.csv")])
+def test_text_formats_match_golden_files(cli, neutral_cwd, fmt, golden):
+    result = cli("report", SESSION, "--format", fmt)
+    assert result.exit_code == 0, result.output
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        (GOLDEN / golden).write_text(result.stdout)
+    assert result.stdout == (GOLDEN / golden).read_text()
+
+
+def test_json_report_round_trips_exactly(cli, neutral_cwd):
+    result = cli("report", SESSION, "--format", "json")
+    assert json.loads(result.stdout) == json.loads(SESSION.read_text())
+
+
+def test_csv_folder_has_three_tables_that_pandas_reads_back(cli, neutral_cwd):
+    out = neutral_cwd / "tables"
+    result = cli("report", SESSION, "--format", "csv", "--output", out)
+    assert result.exit_code == 0
+    for name in ("functions.csv", "events.csv", "causes.csv"):
+        if UPDATE:
+            shutil.copy(out / name, GOLDEN / name)
+        assert (out / name).read_text() == (GOLDEN / name).read_text()
+    events = pd.read_csv(out / "events.csv")
+    session = json.loads(SESSION.read_text())
+    assert len(events) == len(session["events"])
+    assert list(events["function"]) == [e["function"] for e in session["events"]]
+    step_events = events[events["function"] == "train_step"]
+    assert list(step_events["cause"]) == ["first_compile", "shape"]
+    assert step_events["argument"].iloc[1] == "batch['x']"
+    functions = pd.read_csv(out / "functions.csv")
+    step = functions[functions["name"] == "train_step"].iloc[0]
+    assert (step["compiles"], step["causes"]) == (2, "first_compile:1;shape:1")
+    causes = pd.read_csv(out / "causes.csv")
+    assert list(causes.columns) == ["function", "owner", "code", "argument", "call_site",
+                                    "count", "seconds", "values", "first_event"]
+
+
+def test_report_does_not_import_jax(neutral_cwd):
+    code = ("import sys; from typer.testing import CliRunner; "
+            "from recompile_cli.cli import app; "
+            f"r = CliRunner().invoke(app, ['report', {str(SESSION)!r}]); "
+            "assert r.exit_code == 0, r.output; print('jax' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_other_schema_version_says_what_to_do(cli, neutral_cwd):
+    data = json.loads(SESSION.read_text())
+    data["schema_version"] = 99
+    old = neutral_cwd / "old.json"
+    old.write_text(json.dumps(data))
+    result = cli("report", old)
+    assert result.exit_code == 2
+    assert "schema_version 99; this recompile-cli reads version 1" in result.stderr
+    (neutral_cwd / "junk.json").write_text("not json")
+    assert cli("report", neutral_cwd / "junk.json").exit_code == 2
+
+
+def test_chrome_trace_structure(cli, neutral_cwd):
+    result = cli("report", SESSION, "--format", "chrome-trace")
+    trace = json.loads(result.stdout)
+    events = trace["traceEvents"]
+    session = json.loads(SESSION.read_text())
+    wall_us = session["totals"]["wall_seconds"] * 1e6
+    timed = [e for e in events if e["ph"] != "M"]
+    assert all({"ph", "pid", "name", "ts"} <= set(e) for e in timed)
+    stamps = [e["ts"] for e in timed]
+    assert stamps == sorted(stamps)  # monotonic
+    spans = [e for e in timed if e["ph"] == "X"]
+    assert all(e["dur"] >= 0 and 0 <= e["ts"] and e["ts"] + e["dur"] <= wall_us + 1
+               for e in spans)
+    assert {e["cat"] for e in spans} == {"trace", "lower", "compile"}
+    # every compile of the session appears exactly once, as a span and on the counter
+    compiled = [e["seq"] for e in session["events"] if e["compiled"]]
+    assert sorted(e["args"]["seq"] for e in spans if e["cat"] == "compile") == sorted(compiled)
+    counter = [e["args"]["compiles"] for e in timed if e["ph"] == "C"]
+    assert counter == list(range(1, len(compiled) + 1))
+    # one named track per function, and a marker carrying the recompile's cause and diff
+    names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert "train_step" in names
+    [marker] = [e for e in timed if e["ph"] == "i" and e["name"] == "shape: train_step"]
+    assert marker["args"]["argument"] == "batch['x']"
+    assert marker["args"]["change"] == "f32[32,8] -> f32[4,8]"
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="needs the Debian package chromium")
+def test_html_report_in_a_real_browser(cli, neutral_cwd):
+    page = neutral_cwd / "report.html"
+    result = cli("report", SESSION, "--output", page)
+    assert result.exit_code == 0
+    text = page.read_text()
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text  # self-contained: nothing to fetch
+    browser = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-dev-shm-usage", "--no-first-run"]
+    dom = subprocess.run(browser + ["--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert 'data-ready="true"' in dom  # the page's script ran
+    compiles = sum(e["compiled"] for e in json.loads(SESSION.read_text())["events"])
+    assert 'id="timeline"' in dom and dom.count('class="stage compile"') == compiles
+    assert '>train_step</text>' in dom and '>JAX internals</text>' in dom
+    assert '<table class="sortable" id="causes">' in dom and "batch['x']" in dom
+    assert "f32[32,8] -&gt; f32[4,8]" in dom
+    assert "Pad the last batch to 32" in dom
+    shot = neutral_cwd / "report.png"
+    subprocess.run(browser + ["--window-size=1100,1400", f"--screenshot={shot}",
+                              page.as_uri()], capture_output=True, timeout=120)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    if UPDATE:
+        shutil.copy(shot, ROOT / "docs" / "html-report.png")
+
+
+LONG_SCRIPT = """
+import sys, time
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+for n in range(1, 4):
+    f(jnp.ones(n)).block_until_ready()
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _start(tmp_path, *args):
+    script = tmp_path / "long.py"
+    script.write_text(LONG_SCRIPT)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "recompile_cli", "run", *args, str(script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=tmp_path)
+    deadline = time.time() + 120
+    line = ""
+    while "ready" not in line and time.time() < deadline:
+        line = proc.stdout.readline()
+    assert "ready" in line
+    return proc
+
+
+def test_kill_9_leaves_a_readable_events_log(cli, tmp_path):
+    log = tmp_path / "events.jsonl"
+    proc = _start(tmp_path, "--events-log", str(log))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    _, report = cli.json("report", log, tmp_path=tmp_path)
+    mine = [e for e in report["events"] if e["function"] == "<lambda>"]
+    assert [(e["compiled"], e["cause"]["code"]) for e in mine] == [
+        (True, "first_compile"), (True, "shape"), (True, "shape")]
+    assert any("did not finish" in w for w in report["warnings"])
+
+
+@pytest.mark.parametrize("signum, code, words", [(signal.SIGINT, 130, "Ctrl-C"),
+                                                 (signal.SIGTERM, 143, "SIGTERM")])
+def test_signals_stop_the_target_and_report(tmp_path, signum, code, words):
+    out = tmp_path / "report.json"
+    log = tmp_path / "events.jsonl"
+    proc = _start(tmp_path, "--output", str(out), "--events-log", str(log))
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == code, stderr
+    assert words in stderr and "Traceback" not in stderr
+    assert "Recompilation events" in stdout
+    report = json.loads(out.read_text())
+    assert words in report["target_exception"]
+    assert [e["cause"]["code"] for e in report["events"] if e["function"] == "<lambda>"] == [
+        "first_compile", "shape", "shape"]
+    assert json.loads(log.read_text().splitlines()[-1])["type"] == "end"
+
+
+def test_progress_on_a_terminal_only(tmp_path):
+    import pty
+
+    command = [sys.executable, "-m", "recompile_cli", "profile",
+               f"{SAMPLES / 'seq_lengths.py'}:encode", "--args",
+               str(SAMPLES / "seq_lengths.yaml")]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=secondary, env=env,
+                            cwd=ROOT)
+    os.close(secondary)
+    seen = io.BytesIO()
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen.write(chunk)
+    proc.wait(timeout=300)
+    text = seen.getvalue().decode(errors="replace")
+    assert "calls 40/40, 40 compiles" in text and "s elapsed" in text
+    quiet = subprocess.run(command + ["--quiet"], capture_output=True, text=True, env=env,
+                           cwd=ROOT, timeout=300)
+    assert "calls " not in quiet.stderr
+    piped = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
+                           timeout=300)
+    assert "calls " not in piped.stderr
