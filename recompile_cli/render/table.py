@@ -113,7 +113,7 @@ def _cause_table(report: Report, style: Style) -> list[str]:
         return []
     headers, rows = cause_rows(report)
     lines = ["", style.heading.format("Re-compilations by cost"),
-             _tabulate(rows, headers, style, [None, None, 24, 20, 44, 40, None])]
+             _tabulate(rows, headers, style, [None, None, 24, 24, 44, None, None])]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
     return lines
@@ -137,7 +137,7 @@ def _events(report: Report, show_all: bool, style: Style) -> list[str]:
     if not rows:
         return []
     lines = ["", style.heading.format("Recompilation events"),
-             _tabulate(rows[:_MAX_ROWS], headers, style, [None, 24, 40, None, 20, 50, None])]
+             _tabulate(rows[:_MAX_ROWS], headers, style, [None, 24, None, None, 24, 50, None])]
     if len(rows) > _MAX_ROWS:
         lines.append(f"... {len(rows) - _MAX_ROWS} more (see --format json)")
     return lines
