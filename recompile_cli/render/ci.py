@@ -26,7 +26,8 @@ def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvement
                   "ok" if row.ok else "FAIL"] for row in rows]
         lines.append(tabulate(table, headers=["target", "function", "compiles", "traces",
                                               "compile s", "status"],
-                              tablefmt="github" if markdown else "simple"))
+                              tablefmt="github" if markdown else "simple",
+                              disable_numparse=True))
     every = [v for row in rows for v in row.violations] + list(violations)
     if every:
         lines += ["", heading.format("Violations")]
