@@ -5,6 +5,7 @@
    per-repetition ratios (paired), so machine noise cancels. Goal: <= 1.02.
 2. Re-compiles: time of a cache miss (a new input shape, so trace + lower + compile) of a small
    function with and without the recorder, interleaved the same way.
+3. The opt-in call counter (``run --count-calls``): the same cached call through its wrapper.
 
     python benchmarks/overhead.py [--reps 30] [--calls 5000]
 """
@@ -21,6 +22,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from recompile_cli.counting import CallCounter  # noqa: E402
 from recompile_cli.recorder import Recorder  # noqa: E402
 
 
@@ -67,6 +69,16 @@ def main() -> None:
     ratio = statistics.median(ratios)
     print(f"cached-call ratio (paired median over {args.reps} reps): {ratio:.3f} "
           f"({'OK' if ratio <= 1.02 else 'ABOVE'} the 1.02 goal)")
+
+    with CallCounter(lambda key, index: None):
+        counted = jax.jit(lambda x: x + 1)
+    counting = []
+    for rep in range(args.reps):
+        order = (False, True) if rep % 2 == 0 else (True, False)
+        measured = {flag: cached_call_seconds(counted if flag else f, x, args.calls)
+                    for flag in order}
+        counting.append(measured[True] / measured[False])
+    print(f"opt-in call counting ratio (paired median): {statistics.median(counting):.3f}")
 
     g = jax.jit(lambda v: jnp.sin(v) * 2 + v.sum())
     base, with_rec, compile_ratios = [], [], []
