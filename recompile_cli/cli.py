@@ -241,12 +241,12 @@ def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, 
     cli_io.emit_report(result, fmt.value if fmt else None, output, save, show_all)
     if save_baseline is not None:
         gate.save_baseline([result], save_baseline)
-    gated = max_compiles is not None or codes or baseline_data is not None
+    gated = (max_compiles is not None or codes or baseline_data is not None
+             or junit_xml is not None)
     held = True
     if gated:
+        rows = gate.check_max_compiles(result, max_compiles)
         violations = []
-        if max_compiles is not None:
-            violations += gate.check_max_compiles(result, max_compiles)
         if codes:
             violations += gate.check_fail_on(result, codes)
         improvements, warnings = [], []
@@ -255,7 +255,7 @@ def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, 
                                              f"re-run with --save-baseline {baseline}")
             violations += compared.violations
             improvements, warnings = compared.improvements, compared.warnings
-        held = cli_io.emit_gate([], violations, improvements, warnings, junit_xml,
+        held = cli_io.emit_gate(rows, violations, improvements, warnings, junit_xml,
                                 outcome.session.target)
     cli_io.finish(outcome.failure, held, outcome.interrupted)
 

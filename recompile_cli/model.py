@@ -6,8 +6,7 @@ imports neither JAX nor pandas.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 SCHEMA_VERSION = 1
 
@@ -180,8 +179,3 @@ class Session:
 def function_key(name: str, defined_at: str | None) -> str:
     """The identity of a function across function objects: ``name@file:line``."""
     return f"{name}@{defined_at}" if defined_at else name
-
-
-def to_plain(obj: Any) -> Any:
-    """A dataclass tree as plain JSON-ready data (tuples become lists)."""
-    return asdict(obj)

@@ -155,8 +155,11 @@ def test_quick_gates_on_profile(cli, project):
     target = str(project / "prog.py") + ":step"
     spec = str(project / "two_shapes.yaml")
     assert cli("profile", target, "--args", spec, "--max-compiles", "2").exit_code == 0
-    result = cli("profile", target, "--args", spec, "--max-compiles", "1")
+    junit = project / "quick.xml"
+    result = cli("profile", target, "--args", spec, "--max-compiles", "1", "--junit-xml", junit)
     assert result.exit_code == 1 and "step: 2 compiles, budget 1" in result.stdout
+    [case] = ET.parse(junit).getroot().iter("testcase")
+    assert case.get("name") == "step" and case.find("failure").get("type") == "max_compiles"
     result = cli("profile", target, "--args", spec, "--fail-on", "shape,weak_type")
     assert result.exit_code == 1 and "1 event(s) with cause shape" in result.stdout
     assert cli("profile", target, "--args", spec, "--fail-on", "weak_type").exit_code == 0
