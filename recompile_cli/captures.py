@@ -54,7 +54,9 @@ class Snapshot:
         """(variable, scope, traced value, current value) for each value that changed since."""
         out = []
         for name, (print_then, text_then) in self.global_values.items():
-            now = _fingerprint(self.globals_dict.get(name, _MISSING)) if self.globals_dict else None
+            if self.globals_dict is None:
+                break
+            now = _fingerprint(self.globals_dict.get(name, _MISSING))
             if now is not None and now[0] != print_then:
                 out.append((name, "global", text_then, now[1]))
         for name, (cell, (print_then, text_then)) in self.cells.items():

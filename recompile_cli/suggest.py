@@ -80,12 +80,12 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
     error = event.error
     assert error is not None
     if error.type in _CONCRETIZATION and argument:
-        message = (f"{name} raised {error.type} while tracing: the value of `{argument}` "
+        message = (f"raised {error.type} while tracing: the value of `{argument}` "
                    "is used in Python control flow. Mark it static "
                    f"(`static_argnames=('{argument}',)`) if it takes few values, or keep it "
                    "traced and branch with `jax.lax.cond` / `jnp.where`.")
     else:
-        message = f"{name} raised {error.type} while tracing: {error.message}"
+        message = f"raised {error.type} while tracing: {error.message}"
     return Suggestion(name, TRACE_ERROR, message)
 
 
@@ -93,7 +93,7 @@ def _shape(g: _Group) -> Suggestion:
     path = g.argument or ""
     dims = predict.varying_dims(g.signatures, path)
     if not dims:
-        return Suggestion(g.name, SHAPE, f"{g.name} was re-compiled {_times(len(g.events))} for "
+        return Suggestion(g.name, SHAPE, f"re-compiled {_times(len(g.events))} for "
                           f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
                           "fixed sizes and mask the padding, so that one shape is reused.")
     dim, values = max(dims.items(), key=lambda item: len(item[1]))
@@ -185,7 +185,7 @@ def _passing(g: _Group) -> Suggestion:
     after = predict.compiles_after(g.signatures, predict.same_passing)
     how = f" (e.g. always `{g.argument}=...` by keyword)" if g.argument else ""
     return Suggestion(g.name, ARG_PASSING, (
-        f"{g.name} was called with its arguments passed in different ways "
+        f"called with its arguments passed in different ways "
         f"({_listed(g.values(), 2)}); JAX keys its cache on how arguments are passed. Pass "
         f"them the same way in every call{how}: {g.compiles} compiles -> {after}."), after)
 
@@ -214,7 +214,7 @@ def _new_function(g: _Group) -> Suggestion:
         name=g.name, defined_at=event.defined_at, call_site=event.call_site)
     after = predict.compiles_after(g.signatures, predict.same_function)
     return Suggestion(g.name, NEW_FUNCTION, (
-        f"{g.name} was traced {_times(len(g.events))} more as a new function object: {text}: "
+        f"traced {_times(len(g.events))} more as a new function object: {text}: "
         f"{g.compiles} compiles -> {after}."), after)
 
 
@@ -228,7 +228,7 @@ def _context(g: _Group) -> Suggestion:
 def _sharding(g: _Group) -> Suggestion:
     what = f"`{g.argument}`" if g.argument else "its inputs"
     return Suggestion(g.name, SHARDING, (
-        f"{g.name} was compiled again without a re-trace because {what} arrived with a "
+        f"compiled again without a re-trace because {what} arrived with a "
         "different placement or donation (e.g. committed to a device by `jax.device_put`). "
         "Place inputs the same way at every call."))
 
