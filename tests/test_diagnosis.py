@@ -234,3 +234,27 @@ def test_persistent_cache_misses_then_hits_on_the_second_process(tmp_path):
     assert reports[2]["totals"]["persistent_cache_hits"] >= 2
     assert reports[2]["environment"]["compilation_cache_dir"] == str(cache)
     assert "persistent cache" in proc.stdout and "hit" in proc.stdout
+
+
+def test_named_sharding_changes_on_several_devices(tmp_path):
+    script = tmp_path / "shard.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+        "mesh = jax.make_mesh((4,), ('d',))\n"
+        "@jax.jit\n"
+        "def q(a): return a * 2\n"
+        "x = jnp.arange(8.0)\n"
+        "q(x)\n"
+        "q(jax.device_put(x, NamedSharding(mesh, P())))\n"
+        "q(jax.device_put(x, NamedSharding(mesh, P('d'))))\n")
+    out = tmp_path / "report.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    proc = subprocess.run([sys.executable, "-m", "recompile_cli", "run", "--output", str(out),
+                           str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    causes = [e["cause"] for e in user_events(json.loads(out.read_text()), "q")][1:]
+    assert [(c["code"], c["argument"], c["before"], c["after"]) for c in causes] == [
+        ("sharding", "a", "f32[8]", "f32[8](P(None,))"),
+        ("sharding", "a", "f32[8](P(None,))", "f32[8](P('d',))")]

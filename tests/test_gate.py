@@ -84,6 +84,22 @@ def test_allowed_causes(cli, project):
     assert "causes outside first_compile: shape at x" in result.stdout
 
 
+def test_compile_seconds_budget_with_tolerance(cli, project):
+    # Times are noisy, so only limits that cannot be in doubt: 0 s always breaks, an hour holds.
+    for seconds, code in ((0.0, 1), (3600, 0)):
+        path = budget(project, f"""
+            targets:
+              - target: prog.py:step
+                args: two_shapes.yaml
+                budgets:
+                  step: {{max_compile_seconds: {seconds}, tolerance: 0.5}}
+        """)
+        result = cli("check", path)
+        assert result.exit_code == code, result.output
+        if code:
+            assert "s of XLA compile, budget 0.000 s (+50% tolerance)" in result.stdout
+
+
 def test_steady_state_violation_for_a_target(cli, project):
     path = budget(project, """
         targets:
