@@ -28,6 +28,7 @@ from typing import Any, Callable
 from .model import Change, Leaf
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_EXCLUDED = False
 
 
 def probe() -> str | None:
@@ -112,9 +113,13 @@ class Hooks:
         self._originals = {"_trace_for_jit": pjit._trace_for_jit, "_pjit_lower": pjit._pjit_lower}
         pjit._trace_for_jit = self._trace_for_jit
         pjit._pjit_lower = _LowerWrapper(pjit._pjit_lower, self)
-        # So that JAX's own source info and explain messages never blame our frames.
-        if hasattr(source_info_util, "register_exclusion"):
+        # So that JAX's own source info and explain messages never blame our frames. This one
+        # stays registered after the run (there is no public way to unregister); it only ever
+        # concerns frames inside recompile_cli, so registering it once is enough.
+        global _EXCLUDED
+        if not _EXCLUDED and hasattr(source_info_util, "register_exclusion"):
             source_info_util.register_exclusion(_PACKAGE_DIR)
+            _EXCLUDED = True
 
     def uninstall(self) -> list[str]:
         """Restore JAX; returns warnings when someone patched over us in the meantime."""
@@ -138,9 +143,13 @@ class Hooks:
         from jax._src.interpreters import partial_eval as pe
 
         original = self._originals["_trace_for_jit"]
+        try:
+            misses_before = _misses(pe.trace_to_jaxpr)
+        except Exception as exc:  # never raise into user code: run JAX's own function
+            self._report(exc)
+            return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest)
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1
-        misses_before = _misses(pe.trace_to_jaxpr)
         error: BaseException | None = None
         result = None
         start = time.perf_counter()
@@ -183,7 +192,8 @@ class _LowerWrapper:
         cache = self._cache
         try:
             misses_before = _misses(cache)
-        except Exception:
+        except Exception as exc:  # never raise into user code: run JAX's own function
+            self._hooks._report(exc)
             return cache(jaxpr, *args, **kwargs)
         # Lowering rules may trace helper jits at top level; count them as nested in this call.
         local = self._hooks._local
