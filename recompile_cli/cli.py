@@ -30,6 +30,11 @@ class Format(str, Enum):
     html = "html"
 
 
+class GateFormat(str, Enum):
+    table = "table"
+    markdown = "markdown"
+
+
 class HookMode(str, Enum):
     private = "private"
     public_only = "public-only"
@@ -152,10 +157,11 @@ def run(
 @app.command()
 def check(
     budget_file: Annotated[Optional[Path], typer.Argument(
-        help="The budget file (default: recompile-budget.yaml, else [tool.recompile-cli] in "
-        "pyproject.toml, in the current folder).")] = None,
-    fmt: Annotated[Optional[Format], typer.Option(
-        "--format", "-f", help="table (default) or markdown for the gate summary.")] = None,
+        help="The budget file (default: recompile-budget.yaml, else the tool.recompile-cli "
+        "table of pyproject.toml, in the current folder).")] = None,
+    fmt: Annotated[GateFormat, typer.Option(
+        "--format", "-f", help="The gate summary as a terminal table or as Markdown.")
+    ] = GateFormat.table,
     save_baseline: SaveBaselineOption = None, baseline: BaselineOption = None,
     junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.private,
 ) -> None:
@@ -163,7 +169,6 @@ def check(
     from . import gate
     from .budget import find_budget_file, load_budget_file
     from .check import run_checks
-    from .render.ci import gate_summary
 
     try:
         path = find_budget_file(budget_file)
@@ -185,10 +190,8 @@ def check(
     env = reports[0].session.environment if reports else None
     if env is not None:
         typer.echo(f"recompile-cli check: {path} (jax {env.jax_version}, {env.backend})")
-    if fmt == Format.markdown:
-        typer.echo(gate_summary(result.rows, violations, improvements, warnings, markdown=True))
     held = cli_io.emit_gate(result.rows, violations, improvements, warnings, junit_xml,
-                            str(path))
+                            str(path), markdown=fmt == GateFormat.markdown)
     cli_io.finish("; ".join(result.failures) or None, held)
 
 

@@ -50,11 +50,12 @@ def emit_report(report: Report, fmt: str | None, output: Path | None, save: Path
 
 
 def emit_gate(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],
-              warnings: list[str], junit: Path | None, suite: str) -> bool:
+              warnings: list[str], junit: Path | None, suite: str, markdown: bool = False
+              ) -> bool:
     """Print the gate's results and CI outputs; True when every gate held."""
     every = [v for row in rows for v in row.violations] + violations
     typer.echo("")
-    typer.echo(gate_summary(rows, violations, improvements, warnings), nl=False)
+    typer.echo(gate_summary(rows, violations, improvements, warnings, markdown), nl=False)
     if junit is not None:
         write_text(junit, junit_xml(rows, violations, suite), "JUnit XML")
     if os.environ.get("GITHUB_ACTIONS") == "true":

@@ -262,6 +262,8 @@ def test_ci_outputs_markdown_junit_and_annotations(cli, project, monkeypatch):
 
     markdown = summary.read_text()
     assert "**recompile-cli gate: FAILED**" in markdown
+    printed = cli("check", path, "--format", "markdown").stdout
+    assert "**recompile-cli gate: FAILED**" in printed and "| step " in printed
     assert "| target" in markdown and "| step " in markdown
     assert "### Violations" in markdown
 
