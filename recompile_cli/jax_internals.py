@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import frames
 from .model import Change, Leaf
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -247,6 +248,8 @@ def _key_changes(names: list[str], before: tuple, after: tuple):
 
 def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr) -> TraceInfo:
     name, defined_at = _name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
+    if frames.owner_of(frames.path_of(defined_at)) == "library":
+        defined_at = _user_function_behind(fun, ji, args, name) or defined_at
     names = _arg_names(dbg, len(avals))
     leaves = {n: _leaf(a) for n, a in zip(names, avals)}
     params = _param_names(ji, len(args))
@@ -263,6 +266,50 @@ def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr)
         positional=len(args), keywords=tuple(sorted(kwargs)), context=trace_context(),
         function_kind=function_kind(fun), error=error,
         jaxpr_id=None if jaxpr is None else id(jaxpr))
+
+
+def _user_function_behind(fun: Any, ji: Any, args: tuple, name: str) -> str | None:
+    """``file:line`` of the user's function that a library's jit wrapper traces for it.
+
+    Wrappers such as ``equinox.filter_jit`` jit a function of their own, named after the
+    user's, and pass the user's function along (as a static argument or in a closure). Without
+    this, the user's function would be reported as the library's.
+    """
+    candidates = [getattr(fun, "__wrapped__", None)]
+    candidates += [cell.cell_contents for cell in (getattr(fun, "__closure__", None) or ())
+                   if _filled(cell)]
+    for i in ji.static_argnums:
+        if i < len(args):
+            candidates += _shallow(args[i])
+    for candidate in candidates:
+        inner = frames.python_function(candidate)
+        code = getattr(inner, "__code__", None)
+        if (code is not None and getattr(inner, "__name__", None) == name
+                and frames.is_user_file(code.co_filename)):
+            return f"{code.co_filename}:{code.co_firstlineno}"
+    return None
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _shallow(value: Any, depth: int = 4, limit: int = 64) -> list[Any]:
+    """The items of nested tuples, lists and dicts, a few levels down and a few dozen at most
+    (equinox passes ``((user_function,), treedef)`` inside a static tuple)."""
+    if depth and isinstance(value, (tuple, list, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        out: list[Any] = []
+        for item in items:
+            out += _shallow(item, depth - 1, limit - len(out))
+            if len(out) >= limit:
+                break
+        return out
+    return [value]
 
 
 def function_kind(fun: Any) -> str:

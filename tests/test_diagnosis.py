@@ -258,3 +258,36 @@ def test_named_sharding_changes_on_several_devices(tmp_path):
     assert [(c["code"], c["argument"], c["before"], c["after"]) for c in causes] == [
         ("sharding", "a", "f32[8]", "f32[8](P(None,))"),
         ("sharding", "a", "f32[8](P(None,))", "f32[8](P('d',))")]
+
+
+def test_library_jit_wrapper_is_attributed_to_the_users_function(record, tmp_path,
+                                                                   monkeypatch):
+    # Like equinox.filter_jit: the library jits a function of its own, named after the user's,
+    # and passes the user's function along as a static argument.
+    lib = tmp_path / "site-packages" / "wrapperlib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(
+        "import functools, jax\n"
+        "def filter_jit(f):\n"
+        "    def call(static, x):\n"
+        "        return static[0][0](x)\n"
+        "    call.__name__ = call.__qualname__ = f.__name__\n"
+        "    jitted = jax.jit(call, static_argnums=0)\n"
+        "    @functools.wraps(f)\n"
+        "    def wrapper(x):\n"
+        "        return jitted(((f,), None), x)\n"
+        "    return wrapper\n")
+    monkeypatch.syspath_prepend(str(lib.parent))
+    _, report = record("""
+        import jax.numpy as jnp, wrapperlib
+
+        @wrapperlib.filter_jit
+        def step(x):
+            return x * 2
+
+        step(jnp.ones(3)); step(jnp.ones(4))
+    """)
+    [row] = [f for f in report["functions"] if f["name"] == "step"]
+    assert (row["owner"], row["compiles"]) == ("user", 2)
+    assert row["defined_at"].endswith("prog.py:4")
+    assert [(r["function"], r["code"]) for r in report["cause_table"]] == [("step", "shape")]
