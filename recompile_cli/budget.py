@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .causes import CAUSE_CODES
 from .errors import BudgetError
-from .locate import Invalid, only_keys
+from .locate import Invalid, load_yaml, only_keys, read_text
 
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
@@ -74,13 +72,10 @@ def find_budget_file(explicit: str | Path | None, cwd: Path | None = None) -> Pa
 
 def load_budget_file(path: str | Path) -> BudgetFile:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise BudgetError(f"Cannot read the budget file {path}: {exc.strerror or exc}.") from None
+    text: str | None = read_text(path, BudgetError, "budget file")
     if path.suffix == ".toml":
         try:
-            data = tomllib.loads(text).get("tool", {}).get("recompile-cli")
+            data = tomllib.loads(text or "").get("tool", {}).get("recompile-cli")
         except tomllib.TOMLDecodeError as exc:
             raise BudgetError(f"{path}: not valid TOML ({exc}).") from None
         if data is None:
@@ -88,13 +83,7 @@ def load_budget_file(path: str | Path) -> BudgetFile:
                               "'targets' list, or pass a recompile-budget.yaml.")
         text = None  # line numbers are for YAML only
     else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f", line {mark.line + 1}" if mark is not None else ""
-            raise BudgetError(f"{path}{where}: not valid YAML "
-                              f"({getattr(exc, 'problem', None) or exc}).") from None
+        data = load_yaml(path, text, BudgetError)
     try:
         return BudgetFile(str(path), str(path.resolve().parent), _parse(data))
     except Invalid as bad:

@@ -15,7 +15,7 @@ from . import gate, loader, runner
 from .analysis import Report, analyse
 from .budget import BudgetFile, TargetBudget
 from .frames import function_key_of
-from .spec import Spec, load_spec
+from .spec import Spec, load_spec, single_call
 
 
 @dataclass
@@ -29,9 +29,9 @@ class CheckResult:
 def run_checks(budgets: BudgetFile, hook_mode: str = "private") -> CheckResult:
     result = CheckResult()
     with _working_dir(budgets.folder):
-        specs = {t.label: _spec(t) for t in budgets.targets}  # fail fast on a bad spec
-        for target in budgets.targets:
-            outcome, target_key = _run(target, specs[target.label], hook_mode)
+        specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec
+        for target, spec in zip(budgets.targets, specs):
+            outcome, target_key = _run(target, spec, hook_mode)
             report = analyse(outcome.session)
             result.reports.append((target, report))
             result.rows += gate.check_budgets(report, target.label, target.budgets)
@@ -47,9 +47,7 @@ def run_checks(budgets: BudgetFile, hook_mode: str = "private") -> CheckResult:
 def _spec(target: TargetBudget) -> Spec | None:
     if target.target is None:
         return None
-    if target.args is None:
-        return Spec("", {}, (runner.single_call(),))
-    return load_spec(target.args)
+    return load_spec(target.args) if target.args is not None else single_call()
 
 
 def _run(target: TargetBudget, spec: Spec | None, hook_mode: str):

@@ -98,10 +98,10 @@ def profile(
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from . import loader, runner
-    from .spec import Spec, load_spec
+    from .spec import load_spec, single_call
 
     try:
-        spec = load_spec(args) if args else Spec("", {}, (runner.single_call(),))
+        spec = load_spec(args) if args else single_call()
         jit_options = dict(spec.jit_options)
         jit_options.update(_jit_flags(static_argnames, static_argnums))
         codes = _cause_codes(fail_on)

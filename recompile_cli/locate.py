@@ -1,4 +1,4 @@
-"""Validation errors for YAML documents that name the file, the line and the field.
+"""Reading YAML documents, and validation errors that name the file, the line and the field.
 
 Shared by the spec and budget-file validators: raise ``Invalid(where, message)`` with the path
 of keys and indices to the bad field; ``Invalid.located`` turns it into the user's message.
@@ -6,6 +6,7 @@ of keys and indices to the bad field; ``Invalid.located`` turns it into the user
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -20,6 +21,26 @@ class Invalid(Exception):
         line = line_of(text, self.where) if text is not None else None
         at = f", line {line}" if line else ""
         return f"{path}{at}, field {field_name(self.where)}: {self.message}"
+
+
+def read_text(path: Path, error: type[Exception], what: str, hint: str = "") -> str:
+    """The file's text, or ``error`` saying which file could not be read and why."""
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise error(f"Cannot read the {what} {path}: {exc.strerror or exc}.{hint}") from None
+
+
+def load_yaml(path: Path, text: str, error: type[Exception]) -> Any:
+    """``yaml.safe_load`` of ``text``, or ``error`` naming the file and line of a syntax error."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise error(f"{path}{where}: not valid YAML ({problem}). Fix the syntax and run "
+                    "again.") from None
 
 
 def only_keys(raw: dict, allowed: tuple, where: tuple) -> None:

@@ -24,7 +24,7 @@ from .counting import CallCounter
 from .model import Session
 from .recorder import Recorder
 from .session_io import EventLog
-from .spec import Case, Spec, materialize
+from .spec import Spec, materialize
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -194,11 +194,6 @@ def _on_sigterm() -> Any:
 def _outcome(run: _Run) -> Outcome:
     assert run.session is not None
     return Outcome(run.session, run.session.target_exception, run.interrupted)
-
-
-def single_call() -> Case:
-    """The call made when no spec is given: one call without arguments."""
-    return Case(0, "call 1", (), {}, "call 1")
 
 
 def use_compilation_cache(path: str) -> None:

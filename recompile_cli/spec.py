@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from .errors import SpecError
-from .locate import Invalid, only_keys
+from .locate import Invalid, load_yaml, only_keys, read_text
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
@@ -80,22 +78,16 @@ class Spec:
     cases: tuple[Case, ...]
 
 
+def single_call() -> Spec:
+    """The spec used when none is given: one call without arguments."""
+    return Spec("", {}, (Case(0, "call 1", (), {}, "call 1"),))
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a spec file. Raises ``SpecError`` naming file, line and field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"Cannot read the spec file {path}: {exc.strerror or exc}. Pass an "
-                        "existing YAML file with --args.") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(f"{path}{where}: not valid YAML ({problem}). Fix the syntax and run "
-                        "again.") from None
+    text = read_text(path, SpecError, "spec file", " Pass an existing YAML file with --args.")
+    data = load_yaml(path, text, SpecError)
     try:
         return _parse(str(path), data)
     except Invalid as bad:

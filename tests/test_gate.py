@@ -71,6 +71,24 @@ def test_budget_broken_by_a_shape_change_exits_1_naming_argument_and_shapes(cli,
     assert "step: 2 compiles, budget 1. Excess: shape at x: f32[3] -> f32[4]" in result.stdout
 
 
+def test_same_target_with_two_specs_runs_each_with_its_own(cli, project):
+    (project / "one.yaml").write_text("calls:\n  - args: [{array: [3]}]\n")
+    path = budget(project, """
+        targets:
+          - target: prog.py:step
+            args: one.yaml
+            budgets:
+              step: {max_compiles: 1}
+          - target: prog.py:step
+            args: two_shapes.yaml
+            budgets:
+              step: {max_compiles: 2}
+    """)
+    result = cli("check", path)
+    assert result.exit_code == 0, result.output
+    assert "1 / 1" in result.stdout and "2 / 2" in result.stdout
+
+
 def test_allowed_causes(cli, project):
     path = budget(project, """
         targets:
@@ -146,6 +164,7 @@ def test_budget_in_pyproject(cli, project, monkeypatch):
 
 @pytest.mark.parametrize("text, words", [
     ("targets: []\n", "field targets: must be a non-empty list"),
+    ("targets: [\n  - {target: a\n", "recompile-budget.yaml, line 2: not valid YAML"),
     ("targets:\n  - target: prog.py:step\n    budgets: {step: {max_compile: 1}}\n",
      "line 3, field targets[0].budgets.step.max_compile: unknown field"),
     ("targets:\n  - target: prog.py:step\n    script: x.py\n    budgets: {step: {max_compiles: 1}}\n",
