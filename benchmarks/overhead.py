@@ -22,8 +22,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from recompile_cli.counting import CallCounter  # noqa: E402
-from recompile_cli.recorder import Recorder  # noqa: E402
+from recompile_cli.capture.counting import CallCounter  # noqa: E402
+from recompile_cli.capture.recorder import Recorder  # noqa: E402
 
 
 def cached_call_seconds(f, x, calls: int) -> float:

@@ -5,7 +5,7 @@ Capture (``Recorder``) -> frozen ``Session`` -> ``analyse`` -> renderers and gat
 
 from __future__ import annotations
 
-from .model import Session
+from recompile_cli.session.model import Session
 
 __version__ = "0.1.0"
 __all__ = ["Session", "__version__"]

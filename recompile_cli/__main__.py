@@ -1,3 +1,3 @@
-from recompile_cli.cli import main
+from recompile_cli.cli.app import main
 
 main()

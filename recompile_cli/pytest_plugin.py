@@ -28,7 +28,7 @@ class Recompiles:
     def __init__(self, name: str) -> None:
         import jax
 
-        from .recorder import Recorder
+        from recompile_cli.capture.recorder import Recorder
 
         jax.clear_caches()
         self._recorder = Recorder(name).start()
@@ -42,7 +42,7 @@ class Recompiles:
     @property
     def report(self) -> Any:
         """The analysed recording so far (``recompile_cli.analysis.Report``)."""
-        from .analysis import analyse
+        from recompile_cli.analysis.report import analyse
 
         session = (self._recorder.session if self._stopped else self._recorder.snapshot())
         return analyse(session)
@@ -73,8 +73,8 @@ class Recompiles:
 
 
 def budget_violations(report: Any, n: int | None, per_function: dict[str, int]) -> list[str]:
-    from .budget import Budget
-    from .gate import check_budgets
+    from recompile_cli.gate.budgets import Budget
+    from recompile_cli.gate.evaluate import check_budgets
 
     budgets = [Budget(name, max_compiles=limit) for name, limit in per_function.items()]
     if n is not None:

@@ -13,7 +13,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from recompile_cli.cli import app  # noqa: E402
+from recompile_cli.cli.app import app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_programs"

@@ -8,9 +8,9 @@ import pytest
 from jax._src import monitoring as jax_monitoring
 from jax._src import pjit
 
-from recompile_cli import jax_internals
-from recompile_cli.analysis import analyse
-from recompile_cli.recorder import Recorder
+from recompile_cli.capture import jax_internals
+from recompile_cli.analysis.report import analyse
+from recompile_cli.capture.recorder import Recorder
 
 
 def _listener_count() -> int:

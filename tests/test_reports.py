@@ -72,7 +72,7 @@ def test_csv_folder_has_three_tables_that_pandas_reads_back(cli, neutral_cwd):
 
 def test_report_does_not_import_jax(neutral_cwd):
     code = ("import sys; from typer.testing import CliRunner; "
-            "from recompile_cli.cli import app; "
+            "from recompile_cli.cli.app import app; "
             f"r = CliRunner().invoke(app, ['report', {str(SESSION)!r}]); "
             "assert r.exit_code == 0, r.output; print('jax' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

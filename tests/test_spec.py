@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from recompile_cli.errors import SpecError
-from recompile_cli.loader import resolver
-from recompile_cli.spec import ArraySpec, CallSpec, ScalarSpec, TupleSpec, load_spec, materialize
+from recompile_cli.target.loader import resolver
+from recompile_cli.target.spec import ArraySpec, CallSpec, ScalarSpec, TupleSpec, load_spec, materialize
 
 
 def write(tmp_path, text, name="spec.yaml"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..analysis import Report
-from . import chrome_trace, csv, html, json_report, table
+from recompile_cli.analysis.report import Report
+from recompile_cli.render import chrome_trace, csv, html, json_report, table
 
 RENDERERS: dict[str, Callable[..., str]] = {
     "table": table.render,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..analysis import Report, event_kind
-from ..causes import FIRST_COMPILE
-from ..model import Event, function_key
+from recompile_cli.analysis.report import Report, event_kind
+from recompile_cli.analysis.causes import FIRST_COMPILE
+from recompile_cli.session.model import Event, function_key
 
 _PID = 1
 _US = 1e6

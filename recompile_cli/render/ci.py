@@ -9,8 +9,8 @@ from typing import Iterable
 
 from tabulate import tabulate
 
-from ..frames import relative
-from ..gate import BudgetRow, Violation
+from recompile_cli.capture.frames import relative
+from recompile_cli.gate.evaluate import BudgetRow, Violation
 
 
 def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],

@@ -6,7 +6,7 @@ Every file has a header row; ``pandas.read_csv`` reads them back. In ``functions
 
 from __future__ import annotations
 
-from ..analysis import FUNCTION_COLUMNS, Report, events_frame
+from recompile_cli.analysis.report import FUNCTION_COLUMNS, Report, events_frame
 
 
 def render(report: Report, show_all: bool = False) -> str:

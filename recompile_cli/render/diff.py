@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from ..diff import FunctionChange, NewCause
+from recompile_cli.gate.diff import FunctionChange, NewCause
 
 
 def render_diff(changes: list[FunctionChange], new_causes: list[NewCause], old: str,

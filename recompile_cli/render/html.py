@@ -8,10 +8,10 @@ from html import escape
 
 from tabulate import tabulate
 
-from ..analysis import Report
-from ..frames import relative
-from ..model import function_key
-from .table import cause_rows, event_rows, function_rows, hidden_functions
+from recompile_cli.analysis.report import Report
+from recompile_cli.capture.frames import relative
+from recompile_cli.session.model import function_key
+from recompile_cli.render.table import cause_rows, event_rows, function_rows, hidden_functions
 
 _STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
 _ROW, _LABEL, _WIDTH = 22, 220, 960

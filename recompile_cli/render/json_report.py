@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis import Report, event_kind
-from ..model import SCHEMA_VERSION, Event
+from recompile_cli.analysis.report import Report, event_kind
+from recompile_cli.session.model import SCHEMA_VERSION, Event
 
 
 def render(report: Report, show_all: bool = False) -> str:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 from tabulate import tabulate
 
-from ..analysis import (COMPILED_WITHOUT_RETRACE, RETRACED_AND_COMPILED, RETRACED_REUSED,
+from recompile_cli.analysis.report import (COMPILED_WITHOUT_RETRACE, RETRACED_AND_COMPILED, RETRACED_REUSED,
                         Report)
-from ..frames import relative
+from recompile_cli.capture.frames import relative
 
 _MAX_ROWS = 30
 

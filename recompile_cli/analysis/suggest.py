@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from . import predict
-from .causes import (ARG_PASSING, DTYPE, NEW_FUNCTION, SHAPE, SHARDING, STATIC_VALUE,
+from recompile_cli.analysis import predict
+from recompile_cli.analysis.causes import (ARG_PASSING, DTYPE, NEW_FUNCTION, SHAPE, SHARDING, STATIC_VALUE,
                      TRACING_CONTEXT, TREE_STRUCTURE, WEAK_TYPE, Cause)
-from .model import Event, Signature, function_key
+from recompile_cli.session.model import Event, Signature, function_key
 
 TRACE_ERROR = "trace_error"
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",

@@ -12,7 +12,7 @@ import functools
 import threading
 from typing import Any, Callable
 
-from .frames import function_key_of
+from recompile_cli.capture.frames import function_key_of
 
 OnCall = Callable[[str | None, int | None], None]
 

@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import frames
-from .model import Change, Leaf
+from recompile_cli.capture import frames
+from recompile_cli.session.model import Change, Leaf
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
 _EXCLUDED = False
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .causes import CAUSE_CODES
-from .errors import BudgetError
-from .locate import Invalid, load_yaml, only_keys, read_text
+from recompile_cli.analysis.causes import CAUSE_CODES
+from recompile_cli.errors import BudgetError
+from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
 
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import frames, loader
-from .counting import CallCounter
-from .model import Session
-from .recorder import Recorder
-from .session_io import EventLog
-from .spec import Spec, materialize
+from recompile_cli.capture import frames
+from recompile_cli.target import loader
+from recompile_cli.capture.counting import CallCounter
+from recompile_cli.session.model import Session
+from recompile_cli.capture.recorder import Recorder
+from recompile_cli.session.files import EventLog
+from recompile_cli.target.spec import Spec, materialize
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143

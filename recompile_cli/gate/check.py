@@ -11,11 +11,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gate, loader, runner
-from .analysis import Report, analyse
-from .budget import BudgetFile, TargetBudget
-from .frames import function_key_of
-from .spec import Spec, load_spec, single_call
+from recompile_cli.gate import evaluate as gate
+from recompile_cli.target import loader
+from recompile_cli.capture import runner
+from recompile_cli.analysis.report import Report, analyse
+from recompile_cli.gate.budgets import BudgetFile, TargetBudget
+from recompile_cli.capture.frames import function_key_of
+from recompile_cli.target.spec import Spec, load_spec, single_call
 
 
 @dataclass

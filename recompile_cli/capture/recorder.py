@@ -17,9 +17,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import frames, jax_internals
-from .captures import Snapshot
-from .model import (Change, Environment, Event, Leaf, Session, Signature, StaleCapture,
+from recompile_cli.capture import frames, jax_internals
+from recompile_cli.capture.stale import Snapshot
+from recompile_cli.session.model import (Change, Environment, Event, Leaf, Session, Signature, StaleCapture,
                     TraceError)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"

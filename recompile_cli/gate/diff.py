@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .analysis import Report
-from .gate import baseline_key
+from recompile_cli.analysis.report import Report
+from recompile_cli.gate.evaluate import baseline_key
 
 
 @dataclass(frozen=True, slots=True)

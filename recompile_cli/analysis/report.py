@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .causes import FIRST_COMPILE, Cause, explain_events
-from .frames import path_of
-from .model import Event, Session, function_key
-from .suggest import Suggestion, suggest
+from recompile_cli.analysis.causes import FIRST_COMPILE, Cause, explain_events
+from recompile_cli.capture.frames import path_of
+from recompile_cli.session.model import Event, Session, function_key
+from recompile_cli.analysis.suggest import Suggestion, suggest
 
 FUNCTION_COLUMNS = ["key", "name", "defined_at", "owner", "package", "calls", "traces",
                     "compiles", "errors", "trace_seconds", "lower_seconds", "compile_seconds",

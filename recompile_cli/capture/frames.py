@@ -13,9 +13,10 @@ import os
 import sys
 import sysconfig
 
-from .model import function_key
+from recompile_cli.session.model import function_key
 
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The recompile_cli package folder (this file is in recompile_cli/capture/).
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _dirs(*names: str) -> tuple[str, ...]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import SpecError
-from .locate import Invalid, load_yaml, only_keys, read_text
+from recompile_cli.errors import SpecError
+from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")

@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from .frames import python_function
+from recompile_cli.capture.frames import python_function
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import typer
 
-from .analysis import Report
-from .errors import EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
-from .gate import BudgetRow, Violation
-from .render import guess_format, render
-from .render.csv import render_files as csv_files
-from .render.ci import annotations, gate_summary, junit_xml
+from recompile_cli.analysis.report import Report
+from recompile_cli.errors import EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
+from recompile_cli.gate.evaluate import BudgetRow, Violation
+from recompile_cli.render import guess_format, render
+from recompile_cli.render.csv import render_files as csv_files
+from recompile_cli.render.ci import annotations, gate_summary, junit_xml
 
 
 def fail(exc: RecompileError) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .model import Event, Leaf, Signature, function_key
+from recompile_cli.session.model import Event, Leaf, Signature, function_key
 
 FIRST_COMPILE = "first_compile"
 SHAPE = "shape"

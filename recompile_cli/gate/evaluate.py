@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .analysis import Report
-from .budget import Budget
-from .causes import FIRST_COMPILE
-from .errors import BudgetError
-from .frames import path_of, relative
-from .model import SCHEMA_VERSION, Event, function_key
+from recompile_cli.analysis.report import Report
+from recompile_cli.gate.budgets import Budget
+from recompile_cli.analysis.causes import FIRST_COMPILE
+from recompile_cli.errors import BudgetError
+from recompile_cli.capture.frames import path_of, relative
+from recompile_cli.session.model import SCHEMA_VERSION, Event, function_key
 
 BASELINE_KIND = "recompile-cli-baseline"
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from .model import Leaf, Signature
+from recompile_cli.session.model import Leaf, Signature
 
 Transform = Callable[[Signature], Signature]
 

@@ -12,8 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import cli_io
-from .errors import RecompileError
+from recompile_cli.cli import output as cli_io
+from recompile_cli.errors import RecompileError
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
@@ -97,8 +97,9 @@ def profile(
     events_log: EventsLogOption = None, quiet: QuietOption = False,
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
-    from . import loader, runner
-    from .spec import load_spec, single_call
+    from recompile_cli.target import loader
+    from recompile_cli.capture import runner
+    from recompile_cli.target.spec import load_spec, single_call
 
     try:
         spec = load_spec(args) if args else single_call()
@@ -139,7 +140,7 @@ def run(
     """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
 
     Options go before SCRIPT; everything after it is passed to the script."""
-    from . import runner
+    from recompile_cli.capture import runner
 
     try:
         codes = _cause_codes(fail_on)
@@ -166,9 +167,9 @@ def check(
     junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.private,
 ) -> None:
     """Run every target of the budget file and fail (exit 1) when a budget is broken."""
-    from . import gate
-    from .budget import find_budget_file, load_budget_file
-    from .check import run_checks
+    from recompile_cli.gate import evaluate as gate
+    from recompile_cli.gate.budgets import find_budget_file, load_budget_file
+    from recompile_cli.gate.check import run_checks
 
     try:
         path = find_budget_file(budget_file)
@@ -202,8 +203,8 @@ def report(
     fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
 ) -> None:
     """Render a saved session again, in any format, without running anything."""
-    from .analysis import analyse
-    from .session_io import load_session
+    from recompile_cli.analysis.report import analyse
+    from recompile_cli.session.files import load_session
 
     try:
         loaded = load_session(session)
@@ -221,10 +222,10 @@ def diff(
     ] = False,
 ) -> None:
     """Per-function change in traces, compiles and compile seconds, and causes new in NEW."""
-    from .analysis import analyse
-    from .diff import diff_reports
-    from .render.diff import render_diff
-    from .session_io import load_session
+    from recompile_cli.analysis.report import analyse
+    from recompile_cli.gate.diff import diff_reports
+    from recompile_cli.render.diff import render_diff
+    from recompile_cli.session.files import load_session
 
     try:
         changes, new_causes = diff_reports(analyse(load_session(old)),
@@ -237,8 +238,8 @@ def diff(
 
 def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
                      baseline, baseline_data, junit_xml) -> None:
-    from . import gate
-    from .analysis import analyse
+    from recompile_cli.gate import evaluate as gate
+    from recompile_cli.analysis.report import analyse
 
     result = analyse(outcome.session)
     cli_io.emit_report(result, fmt.value if fmt else None, output, save, show_all)
@@ -277,7 +278,7 @@ def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:
 
 
 def _cause_codes(text: str | None) -> tuple[str, ...]:
-    from .causes import CAUSE_CODES
+    from recompile_cli.analysis.causes import CAUSE_CODES
 
     codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
     unknown = [c for c in codes if c not in CAUSE_CODES]
@@ -288,7 +289,7 @@ def _cause_codes(text: str | None) -> tuple[str, ...]:
 
 
 def _load_baseline(path: Path | None) -> dict | None:
-    from .gate import load_baseline
+    from recompile_cli.gate.evaluate import load_baseline
 
     return load_baseline(path) if path is not None else None
 

@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .errors import RecompileError
-from .model import (SCHEMA_VERSION, Change, Environment, Event, Leaf, Session, Signature,
+from recompile_cli.errors import RecompileError
+from recompile_cli.session.model import (SCHEMA_VERSION, Change, Environment, Event, Leaf, Session, Signature,
                     StaleCapture, TraceError)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import TargetError
+from recompile_cli.errors import TargetError
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ def _import_failed(name: str, exc: BaseException) -> TargetError:
 
 def user_frame_of(exc: BaseException) -> str | None:
     """``file:line`` of the innermost traceback frame outside installed packages and ours."""
-    from . import frames
+    from recompile_cli.capture import frames
 
     found = None
     for entry in traceback.extract_tb(exc.__traceback__):

@@ -1,0 +1,3 @@
+"""Analysis: pure functions from a ``Session`` to a ``Report`` (causes, predictions,
+suggestions, tables). No printing, no JAX.
+"""
