@@ -28,8 +28,15 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; use the usual mode
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
