@@ -28,3 +28,11 @@ class SpecError(RecompileError):
 
 class BudgetError(RecompileError):
     """The budget file (or baseline file) cannot be read or does not follow its format."""
+
+
+class SessionFileError(RecompileError):
+    """A saved session or events log that cannot be read, or a report that cannot be written."""
+
+
+class JitOptionError(RecompileError):
+    """Jit options (static_argnames/argnums, donate_*) that do not fit the target's signature."""

@@ -10,7 +10,14 @@ import pytest
 
 from recompile_cli.errors import SpecError
 from recompile_cli.target.loader import resolver
-from recompile_cli.target.spec import ArraySpec, CallSpec, ScalarSpec, TupleSpec, load_spec, materialize
+from recompile_cli.target.spec import (
+    ArraySpec,
+    CallSpec,
+    ScalarSpec,
+    TupleSpec,
+    load_spec,
+    materialize,
+)
 
 
 def write(tmp_path, text, name="spec.yaml"):
@@ -112,7 +119,7 @@ def test_missing_calls_means_one_call_without_arguments(tmp_path):
     ("calls:\n  - sweep: {n: []}\n", "calls[0].sweep.n", 2, "non-empty"),
     ("calls: []\n", "calls", 1, "non-empty list"),
     ("calls:\n  - args: {a: 1}\n", "calls[0].args", 2, "list"),
-    ("jit: {static_argnums: [a]}\n", "jit.static_argnums", 1, "int"),
+    ("jit: {static_argnums: [a]}\n", "jit.static_argnums[0]", 1, "int"),
     ("jit: {static: [1]}\n", "jit.static", 1, "unknown field 'static'"),
     ("defaults: {dtype: f32}\n", "defaults.dtype", 1, "unknown dtype"),
     ("calls:\n  - args: [{array: [2], numpy: [2]}]\n", "calls[0].args[0]", 2, "one form"),

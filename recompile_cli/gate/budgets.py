@@ -1,11 +1,15 @@
 """The budget file: which targets ``recompile-cli check`` runs and the limits per function.
 
 Read from ``recompile-budget.yaml`` or ``[tool.recompile-cli]`` in ``pyproject.toml``, validated
-completely; paths in it are relative to the file's folder. Errors name file, line and field.
+completely; paths in it are relative to the file's folder. Errors name file, line and field
+(TOML errors name the field only). Booleans must be booleans; limits must be finite and
+non-negative. The YAML reader refuses non-UTF-8 text, duplicate keys, deep nesting and alias
+bombs (see ``target.yaml_doc``).
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +17,7 @@ from typing import Any
 
 from recompile_cli.analysis.causes import CAUSE_CODES
 from recompile_cli.errors import BudgetError
+from recompile_cli.target.jit_options import parse_jit_options
 from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
 
 DEFAULT_FILE = "recompile-budget.yaml"
@@ -75,9 +80,11 @@ def load_budget_file(path: str | Path) -> BudgetFile:
     text: str | None = read_text(path, BudgetError, "budget file")
     if path.suffix == ".toml":
         try:
-            data = tomllib.loads(text or "").get("tool", {}).get("recompile-cli")
-        except tomllib.TOMLDecodeError as exc:
-            raise BudgetError(f"{path}: not valid TOML ({exc}).") from None
+            tool = tomllib.loads(text or "").get("tool", {})
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            raise BudgetError(f"{path}: not valid TOML ({exc}). Fix the syntax and run "
+                              "again.") from None
+        data = tool.get("recompile-cli") if isinstance(tool, dict) else None
         if data is None:
             raise BudgetError(f"{path} has no [tool.recompile-cli] table. Add one with a "
                               "'targets' list, or pass a recompile-budget.yaml.")
@@ -107,36 +114,41 @@ def _target(raw: Any, where: tuple) -> TargetBudget:
     if ("target" in raw) == ("script" in raw):
         raise Invalid(where, "give exactly one of 'target' (module:function) or 'script'")
     for key in ("target", "args", "script"):
-        if key in raw and not isinstance(raw[key], str):
-            raise Invalid(where + (key,), "must be a string")
+        if key in raw and (not isinstance(raw[key], str) or not raw[key]):
+            raise Invalid(where + (key,), f"must be a non-empty string, got {raw[key]!r}")
     if "target" in raw and ":" not in raw["target"]:
         raise Invalid(where + ("target",), "must be 'path/file.py:function' or "
                                            "'module:function'")
     script_args = raw.get("script_args", [])
     if not isinstance(script_args, list):
         raise Invalid(where + ("script_args",), "must be a list of strings")
+    for i, arg in enumerate(script_args):
+        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+            raise Invalid(where + ("script_args", i), "must be a string (quote it), got "
+                                                      f"{arg!r}")
     steady = raw.get("steady_state_after")
     if steady is not None and (not isinstance(steady, int) or isinstance(steady, bool)
                                or steady < 0):
         raise Invalid(where + ("steady_state_after",), "must be a non-negative integer")
+    no_jit = raw.get("no_jit", False)
+    if not isinstance(no_jit, bool):
+        raise Invalid(where + ("no_jit",), f"must be true or false, got {no_jit!r}")
     budgets = raw.get("budgets", {})
     if not isinstance(budgets, dict) or (not budgets and steady is None):
         raise Invalid(where + ("budgets",), "must map function names or globs to limits, e.g. "
                                             "{train_step: {max_compiles: 2}}")
-    jit_options = []
-    for key in ("static_argnames", "static_argnums"):
-        if key in raw:
-            values = raw[key] if isinstance(raw[key], list) else [raw[key]]
-            wanted = str if key.endswith("names") else int
-            if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in values):
-                raise Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
-            jit_options.append((key, tuple(values)))
+    for pattern in budgets:
+        if not isinstance(pattern, str) or not pattern:
+            raise Invalid(where + ("budgets", pattern), "a function name or glob must be a "
+                                                        f"non-empty string, got {pattern!r}")
+    jit_keys = ("static_argnames", "static_argnums")
+    jit_options = parse_jit_options({k: raw[k] for k in jit_keys if k in raw}, where, jit_keys)
     label = raw.get("target") or " ".join([raw["script"], *map(str, script_args)])
     return TargetBudget(
         label=label, target=raw.get("target"), args=raw.get("args"), script=raw.get("script"),
         script_args=tuple(str(a) for a in script_args), steady_state_after=steady,
         budgets=tuple(_budget(str(k), v, where + ("budgets", k)) for k, v in budgets.items()),
-        jit_options=tuple(jit_options), no_jit=bool(raw.get("no_jit", False)))
+        jit_options=tuple(jit_options.items()), no_jit=no_jit)
 
 
 def _budget(pattern: str, raw: Any, where: tuple) -> Budget:
@@ -150,15 +162,29 @@ def _budget(pattern: str, raw: Any, where: tuple) -> Budget:
             raise Invalid(where + (key,), f"must be a non-negative integer, got {value!r}")
     for key in ("max_compile_seconds", "tolerance"):
         value = raw.get(key)
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
-                                  or value < 0):
-            raise Invalid(where + (key,), f"must be a non-negative number, got {value!r}")
+        if value is not None and not _finite_non_negative(value):
+            raise Invalid(where + (key,), "must be a finite, non-negative number, got "
+                                          f"{value!r}")
     causes = raw.get("allowed_causes")
     if causes is not None:
-        if not isinstance(causes, list) or not all(c in CAUSE_CODES for c in causes):
+        if not isinstance(causes, list):
             raise Invalid(where + ("allowed_causes",), "must be a list of cause codes: "
                                                        + ", ".join(CAUSE_CODES))
+        for i, code in enumerate(causes):
+            if not isinstance(code, str) or code not in CAUSE_CODES:
+                raise Invalid(where + ("allowed_causes", i),
+                              f"{code!r} is not a cause code; allowed_causes must be a list of "
+                              "cause codes: " + ", ".join(CAUSE_CODES))
         causes = tuple(causes)
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
                   raw.get("max_compile_seconds"), float(raw.get("tolerance", DEFAULT_TOLERANCE)),
                   causes)
+
+
+def _finite_non_negative(value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value)) and value >= 0
+    except OverflowError:  # an int too large for a float
+        return False

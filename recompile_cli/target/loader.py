@@ -11,9 +11,10 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from recompile_cli.errors import TargetError
 
@@ -68,7 +69,7 @@ def import_module(name: str) -> Any:
                               "Run from the folder that contains it, install it, or name a "
                               "file instead (path/to/file.py:function).") from None
         raise _import_failed(name, exc) from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - importing user code can raise anything
         raise _import_failed(name, exc) from None
 
 

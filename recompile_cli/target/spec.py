@@ -3,23 +3,49 @@
 ``load_spec`` reads and validates a file into frozen dataclasses (sweeps expanded, placeholders
 substituted); an error names the file, the line and the field. ``materialize`` turns one call's
 value specs into real arguments and is the only function here that imports JAX.
+
+Resource limits are checked before anything is allocated: the number of calls a spec makes
+(``repeat`` times every sweep combination, summed over ``calls``) may not exceed ``max_calls``
+(default ``DEFAULT_MAX_CALLS``), and no single array may take more than ``max_array_bytes``
+(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from recompile_cli.errors import SpecError
+from recompile_cli.target.jit_options import JIT_OPTIONS, parse_jit_options
 from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 FILLS = ("normal", "uniform", "zeros", "ones", "arange")
-JIT_OPTIONS = ("static_argnames", "static_argnums", "donate_argnames", "donate_argnums")
+ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
+            "uint32": 4, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+            "complex64": 8, "complex128": 16}
+DEFAULT_MAX_ARRAY_BYTES = 4 * 1024 ** 3  # one array of a spec: 4 GiB
+DEFAULT_MAX_CALLS = 100_000  # calls of the target that one spec may make
+__all__ = [
+    "DEFAULT_MAX_ARRAY_BYTES",
+    "DEFAULT_MAX_CALLS",
+    "JIT_OPTIONS",
+    "ArraySpec",
+    "CallSpec",
+    "Case",
+    "ScalarSpec",
+    "Spec",
+    "TupleSpec",
+    "load_spec",
+    "materialize",
+    "single_call",
+]
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
@@ -83,33 +109,45 @@ def single_call() -> Spec:
     return Spec("", {}, (Case(0, "call 1", (), {}, "call 1"),))
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Read and validate a spec file. Raises ``SpecError`` naming file, line and field."""
+def load_spec(path: str | Path, *, max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTES,
+              max_calls: int = DEFAULT_MAX_CALLS) -> Spec:
+    """Read and validate a spec file. Raises ``SpecError`` naming file, line and field.
+
+    ``max_calls`` caps the calls the spec makes and ``max_array_bytes`` the size of each array,
+    both checked before anything is expanded or allocated."""
     path = Path(path)
     text = read_text(path, SpecError, "spec file", " Pass an existing YAML file with --args.")
     data = load_yaml(path, text, SpecError)
     try:
-        return _parse(str(path), data)
+        return _parse(str(path), data, _Limits(max_array_bytes, max_calls))
     except Invalid as bad:
         raise SpecError(bad.located(path, text)) from None
 
 
-def _parse(path: str, data: Any) -> Spec:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTES
+    max_calls: int = DEFAULT_MAX_CALLS
+
+
+def _parse(path: str, data: Any, limits: _Limits = _Limits()) -> Spec:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise Invalid((), "the spec must be a mapping with a 'calls' list")
     only_keys(data, ("jit", "defaults", "calls"), ())
-    jit_options = _jit_options(data.get("jit") or {}, ("jit",))
-    defaults = _defaults(data.get("defaults") or {}, ("defaults",))
+    jit_options = parse_jit_options(data.get("jit"), ("jit",))
+    raw_defaults = data.get("defaults")
+    defaults = _defaults({} if raw_defaults is None else raw_defaults, ("defaults",))
+    defaults["max_array_bytes"] = limits.max_array_bytes
     calls = data.get("calls")
     if calls is None:
         calls = [{}]
     if not isinstance(calls, list) or not calls:
         raise Invalid(("calls",), "must be a non-empty list of calls")
-    cases: list[Case] = []
-    stem = Path(path).name
-    for i, call in enumerate(calls):
+    plans = []
+    total = 0
+    for i, call in enumerate(calls):  # validate repeat and sweep, and count, before expanding
         where = ("calls", i)
         if call is None:
             call = {}
@@ -119,13 +157,30 @@ def _parse(path: str, data: Any) -> Spec:
         repeat = call.get("repeat", 1)
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
             raise Invalid(where + ("repeat",), f"must be a positive integer, got {repeat!r}")
-        for binding in _sweep(call.get("sweep"), where + ("sweep",)):
+        names, values = _sweep(call.get("sweep"), where + ("sweep",))
+        count = repeat * math.prod(_length(v) for v in values)
+        total += count
+        if total > limits.max_calls:
+            raise Invalid(where, f"the spec makes {total:,} calls up to here (this entry: "
+                                 f"{count:,}, repeat times every sweep combination), more than "
+                                 f"the limit of {limits.max_calls:,} calls. Make fewer calls, "
+                                 "or raise the limit (--max-calls)")
+        plans.append((i, call, repeat, names, values))
+    cases: list[Case] = []
+    stem = Path(path).name
+    for i, call, repeat, names, values in plans:
+        where = ("calls", i)
+        for combo in itertools.product(*values):
+            binding = dict(zip(names, combo))
             args_raw = _substitute(call.get("args", []), binding, where + ("args",))
             kwargs_raw = _substitute(call.get("kwargs", {}), binding, where + ("kwargs",))
             if not isinstance(args_raw, list):
                 raise Invalid(where + ("args",), "must be a list of argument values")
             if not isinstance(kwargs_raw, dict):
                 raise Invalid(where + ("kwargs",), "must be a mapping of name: value")
+            for k in kwargs_raw:
+                if not isinstance(k, str):
+                    raise Invalid(where + ("kwargs", k), f"a keyword is a name, got {k!r}")
             args = tuple(_value(v, where + ("args", j), defaults)
                          for j, v in enumerate(args_raw))
             kwargs = {str(k): _value(v, where + ("kwargs", k), defaults)
@@ -140,20 +195,6 @@ def _parse(path: str, data: Any) -> Spec:
     return Spec(path=path, jit_options=jit_options, cases=tuple(cases))
 
 
-def _jit_options(raw: Any, where: tuple) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise Invalid(where, f"must be a mapping with any of {', '.join(JIT_OPTIONS)}")
-    only_keys(raw, JIT_OPTIONS, where)
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        items = value if isinstance(value, list) else [value]
-        wanted = str if key.endswith("names") else int
-        if not all(isinstance(v, wanted) and not isinstance(v, bool) for v in items):
-            raise Invalid(where + (key,), f"must be a {wanted.__name__} or a list of them")
-        out[key] = tuple(items)
-    return out
-
-
 def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise Invalid(where, "must be a mapping of dtype/fill/seed")
@@ -164,13 +205,17 @@ def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
     return out
 
 
-def _sweep(raw: Any, where: tuple) -> list[dict[str, Any]]:
+def _sweep(raw: Any, where: tuple) -> tuple[list[str], list[Any]]:
+    """The sweep's names and, for each, its values: a list or a ``range`` (not expanded)."""
     if raw is None:
-        return [{}]
+        return [], []
     if not isinstance(raw, dict) or not raw:
         raise Invalid(where, "must be a mapping of name: [values] or name: {range: [...]}")
     names, values = [], []
     for name, spec in raw.items():
+        if isinstance(name, (dict, list)) or not re.fullmatch(r"\w+", str(name)):
+            raise Invalid(where + (name,), "a sweep variable is a name of letters, digits and "
+                                           f"underscores (used as ${{name}}), got {name!r}")
         if isinstance(spec, dict):
             only_keys(spec, ("range",), where + (name,))
             bounds = spec.get("range")
@@ -180,12 +225,23 @@ def _sweep(raw: Any, where: tuple) -> list[dict[str, Any]]:
                                "must be [stop], [start, stop] or [start, stop, step] integers")
             if len(bounds) == 3 and bounds[2] == 0:
                 raise Invalid(where + (name, "range"), "step must not be 0")
-            spec = list(range(*bounds))
-        if not isinstance(spec, list) or not spec:
+            spec = range(*bounds)
+            if _length(spec) == 0:
+                raise Invalid(where + (name, "range"), f"is empty ({spec!r} has no values)")
+        if not isinstance(spec, (list, range)) or not spec:
             raise Invalid(where + (name,), "must be a non-empty list or {range: [...]}")
         names.append(str(name))
         values.append(spec)
-    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    return names, values
+
+
+def _length(values: Any) -> int:
+    """``len`` that also works for ranges longer than ``sys.maxsize``."""
+    if isinstance(values, range):
+        step = values.step
+        span = values.stop - values.start + (step - 1 if step > 0 else step + 1)
+        return max(0, span // step)
+    return len(values)
 
 
 def _substitute(raw: Any, binding: dict[str, Any], where: tuple) -> Any:
@@ -228,7 +284,10 @@ def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
         only_keys(raw, (form, "dtype", "fill", "seed"), where)
         options = {k: raw.get(k, defaults[k]) for k in ("dtype", "fill", "seed")}
         _check_array_options(options, where)
-        return ArraySpec(form, _shape(raw[form], where + (form,)), **options)
+        shape = _shape(raw[form], where + (form,))
+        _check_array_bytes(shape, options["dtype"], where + (form,),
+                           defaults.get("max_array_bytes", DEFAULT_MAX_ARRAY_BYTES))
+        return ArraySpec(form, shape, **options)
     if form == "scalar":
         only_keys(raw, ("scalar", "dtype"), where)
         value = raw["scalar"]
@@ -256,6 +315,9 @@ def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
     args, kwargs = raw.get("args", []), raw.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise Invalid(where, "args must be a list and kwargs a mapping")
+    for k in kwargs:
+        if not isinstance(k, str):
+            raise Invalid(where + ("kwargs", k), f"a keyword is a name, got {k!r}")
     return CallSpec(ref, tuple(_value(v, where + ("args", i), defaults)
                                for i, v in enumerate(args)),
                     {k: _value(v, where + ("kwargs", k), defaults) for k, v in kwargs.items()})
@@ -276,27 +338,26 @@ def _check_array_options(options: dict[str, Any], where: tuple) -> None:
         raise Invalid(where + ("fill",), f"unknown fill {options['fill']!r}; use one of "
                                           + ", ".join(FILLS))
     seed = options.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise Invalid(where + ("seed",), f"must be an integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise Invalid(where + ("seed",), f"must be a non-negative integer, got {seed!r}")
+
+
+def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: tuple, limit: int) -> None:
+    size = ITEMSIZE[dtype] * math.prod(shape)
+    if size > limit:
+        raise Invalid(where, f"an array of shape {list(shape)} and dtype {dtype} takes "
+                             f"{size:,} bytes ({size / 1024 ** 3:.3g} GiB), more than the limit "
+                             f"of {limit:,} bytes per array. Use a smaller shape, or raise the "
+                             "limit (--max-array-bytes)")
 
 
 # -- materialization (JAX work starts here) --------------------------------------------------------
 def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]]) -> Any:
     """Build the real argument for a value spec; ``resolve`` turns 'module:function' into code."""
     import jax.numpy as jnp
-    import numpy as np
 
     if isinstance(value, ArraySpec):
-        dtype = jnp.dtype(value.dtype)
-        rng = np.random.default_rng(value.seed)
-        size = int(np.prod(value.shape)) if value.shape else 1
-        data = {
-            "normal": lambda: rng.standard_normal(value.shape),
-            "uniform": lambda: rng.uniform(size=value.shape),
-            "zeros": lambda: np.zeros(value.shape),
-            "ones": lambda: np.ones(value.shape),
-            "arange": lambda: np.arange(size).reshape(value.shape),
-        }[value.fill]().astype(dtype)
+        data = _fill(value)
         return jnp.asarray(data) if value.kind == "array" else data
     if isinstance(value, ScalarSpec):
         return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
@@ -311,3 +372,38 @@ def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]]) -> Any
         return fn(*(materialize(v, resolve) for v in value.args),
                   **{k: materialize(v, resolve) for k, v in value.kwargs.items()})
     return value
+
+
+def _fill(value: ArraySpec) -> Any:
+    """The numpy array of an ``ArraySpec``, built directly in its dtype.
+
+    Floats (float32, float64) come straight from the generator; float16, bfloat16 and complex
+    go through float32 (float64 for complex128) values; ``normal`` integers lie in [-3, 3]
+    ([0, 3] unsigned), ``uniform`` integers in [0, 9]; booleans are random for both."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    dtype = np.dtype(jnp.dtype(value.dtype))
+    shape, fill = value.shape, value.fill
+    if fill == "zeros":
+        return np.zeros(shape, dtype)
+    if fill == "ones":
+        return np.ones(shape, dtype)
+    native = dtype in (np.dtype(np.float32), np.dtype(np.float64))
+    real = np.dtype(np.float64) if dtype == np.dtype(np.complex128) else np.dtype(np.float32)
+    if fill == "arange":
+        size = math.prod(shape)
+        if native or dtype.kind in "iu":
+            return np.arange(size, dtype=dtype).reshape(shape)
+        return np.arange(size, dtype=real).reshape(shape).astype(dtype)
+    rng = np.random.default_rng(value.seed)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape, dtype=dtype)
+    if dtype.kind in "iu":
+        low, high = (-3, 4) if fill == "normal" and dtype.kind == "i" else (
+            (0, 4) if fill == "normal" else (0, 10))
+        return rng.integers(low, high, size=shape, dtype=dtype)
+    draw = rng.standard_normal if fill == "normal" else rng.random
+    if native:
+        return draw(shape, dtype=dtype)
+    return draw(shape, dtype=real).astype(dtype)
