@@ -189,8 +189,12 @@ def _session_from_log(text: str, source: str) -> Session:
         try:
             records.append((number, _loads(line)))
         except (ValueError, RecursionError) as exc:
-            if number == len(lines) and records:
-                break  # a last line cut short by the kill: everything before it is whole
+            if number == len(lines):
+                if records:
+                    break  # a last line cut short by the kill: everything before it is whole
+                raise SessionFileError(f"{source}: the events log's only record, its header, is "
+                                       "cut short: nothing was recorded. Record the run "
+                                       "again.") from None
             raise SessionFileError(f"{source}, line {number}: not a JSON record "
                                    f"({_reason(exc)}). The events log is damaged; record the "
                                    "run again.") from None
@@ -206,7 +210,10 @@ def _session_from_log(text: str, source: str) -> Session:
     events: dict[int, dict] = {}
     end = None
     try:
-        _HEADER.check(header, ())
+        try:
+            _HEADER.check(header, ())
+        except _Bad as bad:
+            raise _Bad(bad.where, bad.message, number) from None
         for number, record in records[1:]:
             kind = record.get("type") if isinstance(record, dict) else None
             schema = {"event": _EVENT_RECORD, "end": _END_RECORD}.get(
