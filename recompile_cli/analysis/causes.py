@@ -8,8 +8,9 @@ explained by the lowering-key changes the recorder captured.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from recompile_cli.session.model import Event, Leaf, Signature, function_key
 
@@ -43,37 +44,40 @@ class Cause:
 
 def explain_events(events: Iterable[Event], base_context: dict[str, str]
                    ) -> dict[int, tuple[Cause, ...]]:
-    """Event ``seq`` -> its causes (primary first), for every event in recording order."""
-    seen: dict[str, list[Signature]] = {}
+    """Event ``seq`` -> its causes (primary first), for every event in recording order.
+
+    The closest earlier signature is found through a ``SignatureIndex`` per function, built as
+    the events arrive; it gives the same answer as comparing with every earlier signature.
+    """
+    seen: dict[str, SignatureIndex] = {}
     done_before: set[str] = set()  # functions with a successful trace or a compile already
     out: dict[int, tuple[Cause, ...]] = {}
     for event in events:
         key = function_key(event.function, event.defined_at)
-        previous = seen.setdefault(key, [])
-        out[event.seq] = tuple(_explain(event, previous, key in done_before, base_context))
+        index = seen.get(key)
+        if index is None:
+            index = seen[key] = SignatureIndex(base_context)
+        out[event.seq] = tuple(_explain(event, index, key in done_before, base_context))
         if event.compiled or (event.traced and event.error is None):
             done_before.add(key)
         if event.traced and event.error is None and event.signature is not None:
-            previous.append(event.signature)
+            index.add(event.signature)
     return out
 
 
-def _explain(event: Event, previous: list[Signature], done_before: bool,
+def _explain(event: Event, index: SignatureIndex, done_before: bool,
              base_context: dict[str, str]) -> list[Cause]:
     if not done_before:
         return [Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
                       else "compiled without a trace of its own")]
     if not event.traced:
         return _explain_without_retrace(event)
-    if event.signature is None or not previous:
+    if event.signature is None or not len(index):
         return [Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)")]
-    best: list[Cause] | None = None
-    for old in reversed(previous):  # most recent first, so ties go to the most recent
-        diffs = list(diff_signatures(event.signature, old, base_context))
-        if best is None or len(diffs) < len(best):
-            best = diffs
-    return best or [Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were "
-                          "cleared or the entry was evicted")]
+    old = index.signatures[index.nearest(event.signature)]
+    return list(diff_signatures(event.signature, old, base_context)) or [
+        Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were cleared or "
+              "the entry was evicted")]
 
 
 def _explain_without_retrace(event: Event) -> list[Cause]:
@@ -188,3 +192,236 @@ def _passing(sig: Signature) -> str:
     if sig.keywords:
         text += " + " + ", ".join(f"{k}=" for k in sig.keywords)
     return text
+
+
+# The closest earlier signature, without comparing with every one.
+#
+# The number of differences ``len(list(diff_signatures(new, old)))`` splits into three parts:
+# - a *class* part, the same for every old signature with the same pytree structures, set of
+#   static names, set of leaf paths, set of context names and whether a function id is set: the
+#   new function object, context names the class does not set, a different set of arguments,
+#   and ``tree_structure`` (which also decides the leaves that are skipped);
+# - a *group* part, within a class: how many of the static values, context values, function id
+#   and (with the same arguments) the way they were passed differ;
+# - a *leaf* part, within a group: how many leaves at the paths both have (not skipped) differ.
+# Classes and groups are searched in the order of a lower bound on the number of differences
+# (values that no signature of a class has count as differences for all of them), and the search
+# stops as soon as nothing left can beat the best found; ties go to the most recent signature.
+# Within a class (groups) and a group (signatures), ``_Hamming`` counts differing features from
+# the shorter of two lists per feature: the items with the query's value, or those without it.
+
+_Key = tuple[int, int]  # (differences, -index): smaller is closer, ties to the most recent
+
+
+class _Hamming:
+    """Items that all have the same features; counts how many features differ from a query."""
+
+    __slots__ = ("postings", "size")
+
+    def __init__(self) -> None:
+        self.postings: dict[Hashable, dict[Hashable, list]] = {}
+        self.size = 0
+
+    def add(self, item: object, features: Iterable[tuple[Hashable, Hashable]]) -> None:
+        self.size += 1
+        for feature, value in features:
+            self.postings.setdefault(feature, {}).setdefault(value, []).append(item)
+
+    def seen(self, feature: Hashable, value: Hashable) -> bool:
+        return value in self.postings.get(feature, {})
+
+    def differences(self, query: Iterable[tuple[Hashable, Hashable]]) -> tuple[int, dict]:
+        """(base, extra): an item differs in ``base + extra.get(item, 0)`` query features."""
+        base = 0
+        extra: dict = {}
+        for feature, value in query:
+            values = self.postings[feature]
+            same = values.get(value, ())
+            if 2 * len(same) <= self.size:  # count the matches
+                base += 1
+                for item in same:
+                    extra[item] = extra.get(item, 0) - 1
+            else:  # count the mismatches
+                for other, items in values.items():
+                    if other != value:
+                        for item in items:
+                            extra[item] = extra.get(item, 0) + 1
+        return base, extra
+
+
+class _Group:
+    """Signatures of one class with the same statics, context, function id and passing."""
+
+    __slots__ = ("features", "latest", "leaves", "members")
+
+    def __init__(self, features: tuple) -> None:
+        self.features = features
+        self.members: list[int] = []
+        self.leaves = _Hamming()
+        self.latest = -1
+
+    def nearest(self, query: list[tuple[str, Leaf]]) -> _Key:
+        """The closest member by differing leaves at the query's paths."""
+        base, extra = self.leaves.differences(query)
+        best: _Key | None = None
+        for index in reversed(self.members):  # the most recent member that no count touched
+            if index not in extra:
+                best = (base, -index)
+                break
+        for index, more in extra.items():
+            key = (base + more, -index)
+            if best is None or key < best:
+                best = key
+        assert best is not None
+        return best
+
+
+class _Class:
+    """Signatures with the same structures, static names, leaf paths, context names and
+    function-id-or-not; split into groups by their other values."""
+
+    __slots__ = (
+        "args",
+        "context_names",
+        "context_set",
+        "group_index",
+        "groups",
+        "has_id",
+        "latest",
+        "leaf_values",
+        "paths",
+        "recency",
+        "static_names",
+        "structure",
+    )
+
+    def __init__(self, sig: Signature) -> None:
+        self.structure = dict(sig.structure)
+        self.static_names = frozenset(sig.static)
+        self.paths = frozenset(sig.leaves)
+        self.context_names = tuple(sorted(sig.context))
+        self.context_set = frozenset(sig.context)
+        self.has_id = bool(sig.function_id)
+        self.args = frozenset(sig.structure) | self.static_names
+        self.groups: dict[tuple, _Group] = {}
+        self.recency: dict[_Group, None] = {}  # least recently extended first
+        self.group_index = _Hamming()
+        self.leaf_values: dict[str, set[Leaf]] = {}
+        self.latest = -1
+
+    def add(self, index: int, sig: Signature) -> None:
+        features = tuple([(("s", name), sig.static[name]) for name in sorted(self.static_names)]
+                         + [(("c", name), sig.context[name]) for name in self.context_names]
+                         + ([(("f",), sig.function_id)] if self.has_id else [])
+                         + [(("p",), (sig.positional, sig.keywords))])
+        group = self.groups.get(features)
+        if group is None:
+            group = self.groups[features] = _Group(features)
+            self.group_index.add(group, features)
+        group.members.append(index)
+        group.leaves.add(index, sig.leaves.items())
+        group.latest = self.latest = index
+        self.recency.pop(group, None)
+        self.recency[group] = None
+        for path, leaf in sig.leaves.items():
+            self.leaf_values.setdefault(path, set()).add(leaf)
+
+    def part(self, new_args: frozenset[str], set_context: list[str], structure: dict[str, str]
+             ) -> tuple[int, bool, frozenset[str]]:
+        """(class part of the differences, same set of arguments, skipped argument names) for a
+        signature with these arguments, context names set to a non-base value, structures."""
+        part = 0
+        for name in set_context:
+            if name not in self.context_set:
+                part += 1
+        same_args = new_args == self.args
+        if same_args and structure == self.structure:
+            return part, True, frozenset()
+        if not same_args:
+            part += 1
+        restructured = frozenset(name for name, text in structure.items()
+                                 if name in self.structure and self.structure[name] != text)
+        return part + len(restructured), same_args, restructured | (new_args ^ self.args)
+
+    def queries(self, new: Signature, base_context: dict[str, str], same_args: bool,
+                skipped: set[str]) -> tuple[list, list, int, int]:
+        """(group query, leaf query, group floor, leaf floor): the floors count the query's
+        values that no signature of this class has."""
+        group_query = ([(("s", name), value) for name, value in new.static.items()
+                        if name in self.static_names]
+                       + [(("c", name), new.context.get(name, base_context.get(name)))
+                          for name in self.context_names]
+                       + ([(("f",), new.function_id)] if self.has_id and new.function_id else [])
+                       + ([(("p",), (new.positional, new.keywords))] if same_args else []))
+        leaf_query = [(path, leaf) for path, leaf in new.leaves.items()
+                      if path in self.paths and _top_name(path) not in skipped]
+        leaf_floor = sum(1 for path, leaf in leaf_query if leaf not in self.leaf_values[path])
+        group_floor = sum(1 for feature, value in group_query
+                          if not self.group_index.seen(feature, value))
+        return group_query, leaf_query, group_floor, leaf_floor
+
+    def search(self, part: int, group_query: list, leaf_query: list, leaf_floor: int,
+               best: _Key | None) -> _Key | None:
+        base, extra = self.group_index.differences(group_query)
+        touched = sorted(((base + more, -group.latest, group) for group, more in extra.items()),
+                         key=_first_two)
+        untouched = ((base, -group.latest, group) for group in reversed(self.recency)
+                     if group not in extra)
+        for differences, recency, group in heapq.merge(touched, untouched, key=_first_two):
+            if best is not None and (part + differences + leaf_floor, recency) >= best:
+                break  # groups come in order: none of the rest can do better
+            leaves, index = group.nearest(leaf_query)
+            key = (part + differences + leaves, index)
+            if best is None or key < best:
+                best = key
+        return best
+
+
+def _first_two(item: tuple) -> tuple:
+    return item[0], item[1]
+
+
+class SignatureIndex:
+    """The successfully traced signatures of one function, in order, indexed so that
+    ``nearest`` finds the one ``diff_signatures`` says is closest (fewest differences, ties to
+    the most recent) without diffing every one."""
+
+    def __init__(self, base_context: dict[str, str]) -> None:
+        self.base_context = base_context
+        self.signatures: list[Signature] = []
+        self._classes: dict[tuple, _Class] = {}
+
+    def __len__(self) -> int:
+        return len(self.signatures)
+
+    def add(self, sig: Signature) -> None:
+        index = len(self.signatures)
+        self.signatures.append(sig)
+        key = (frozenset(sig.structure.items()), frozenset(sig.static), frozenset(sig.leaves),
+               frozenset(sig.context), bool(sig.function_id))
+        found = self._classes.get(key)
+        if found is None:
+            found = self._classes[key] = _Class(sig)
+        found.add(index, sig)
+
+    def nearest(self, new: Signature) -> int:
+        """The index of the closest earlier signature (there must be one)."""
+        base_context = self.base_context
+        new_args = frozenset(new.structure) | frozenset(new.static)
+        set_context = [name for name, value in new.context.items()
+                       if value != base_context.get(name)]
+        plans = sorted(((*cls.part(new_args, set_context, new.structure), cls)
+                        for cls in self._classes.values()),
+                       key=lambda plan: (plan[0], -plan[-1].latest))
+        best: _Key | None = None
+        for part, same_args, skipped, cls in plans:
+            if best is not None and (part, -cls.latest) >= best:
+                break  # classes come in order of this bound: none of the rest can do better
+            group_query, leaf_query, group_floor, leaf_floor = cls.queries(
+                new, base_context, same_args, skipped)
+            if best is not None and (part + group_floor + leaf_floor, -cls.latest) >= best:
+                continue
+            best = cls.search(part, group_query, leaf_query, leaf_floor, best)
+        if best is None:
+            raise ValueError("no signature to compare with")
+        return -best[1]
