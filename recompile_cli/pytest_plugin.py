@@ -8,9 +8,13 @@ pandas) happen only in tests that use the plugin.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from recompile_cli.gate.evaluate import Gates
 
 MARKER = "max_compiles"
 
@@ -41,10 +45,10 @@ class Recompiles:
 
     @property
     def report(self) -> Any:
-        """The analysed recording so far (``recompile_cli.analysis.Report``)."""
+        """The analysed recording so far (``recompile_cli.analysis.report.Report``)."""
         from recompile_cli.analysis.report import analyse
 
-        session = (self._recorder.session if self._stopped else self._recorder.snapshot())
+        session = self._recorder.session if self._stopped else self._recorder.snapshot()
         return analyse(session)
 
     def compiles(self, function: str | None = None) -> int:
@@ -61,30 +65,45 @@ class Recompiles:
                 if e.function == function and e.depth == 0]
 
     def assert_max_compiles(self, n: int | None = None, **per_function: int) -> None:
-        messages = budget_violations(self.report, n, per_function)
+        messages = budget_violations(self.report, _limits(n, per_function))
         if messages:
             raise AssertionError("\n".join(messages))
 
-    def _rows(self, function: str | None):
+    def _rows(self, function: str | None) -> Any:
         frame = self.report.functions
         if function is None:
             return frame[frame["owner"] == "user"]
         return frame[frame["name"] == function]
 
 
-def budget_violations(report: Any, n: int | None, per_function: dict[str, int]) -> list[str]:
+def _limits(n: Any, per_function: dict[str, Any]) -> Gates:
+    """The gates of ``max_compiles(n, name=limit, ...)``; ``pytest.UsageError`` when a limit is
+    not a non-negative integer."""
     from recompile_cli.gate.budgets import Budget
-    from recompile_cli.gate.evaluate import check_budgets
+    from recompile_cli.gate.evaluate import Gates
 
-    budgets = [Budget(name, max_compiles=limit) for name, limit in per_function.items()]
-    if n is not None:
-        budgets.append(Budget("*", max_compiles=n))
-    rows = check_budgets(report, report.session.target, budgets, owners=("user",))
-    return [f"recompile-cli: {v.message}" for row in rows for v in row.violations]
+    for name, value in [("n", n), *per_function.items()]:
+        if value is None and name == "n":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise pytest.UsageError(
+                f"@pytest.mark.{MARKER}: {name}={value!r} is not a compile limit. Use "
+                f"{MARKER}(N) for every user function or {MARKER}(function_name=N, ...) with "
+                "non-negative integers (globs allowed in names).")
+    budgets = tuple(Budget(name, max_compiles=limit) for name, limit in per_function.items())
+    return Gates(budgets=budgets, max_compiles=n, budget_owners=("user",))
+
+
+def budget_violations(report: Any, gates: Gates) -> list[str]:
+    """The gate evaluator's messages for one test's recording (empty: within budget)."""
+    from recompile_cli.gate.evaluate import Gated, evaluate
+
+    result = evaluate([Gated(report.session.target, report, gates)])
+    return [f"recompile-cli: {v.message}" for v in result.every_violation]
 
 
 @pytest.fixture
-def recompiles(request: pytest.FixtureRequest):
+def recompiles(request: pytest.FixtureRequest) -> Iterator[Recompiles]:
     """Records the test (from clean JAX caches); assert on ``compiles()``, ``causes()``..."""
     recording = Recompiles(request.node.nodeid)
     yield recording
@@ -92,11 +111,14 @@ def recompiles(request: pytest.FixtureRequest):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return (yield)
-    n = marker.args[0] if marker.args else None
+    if len(marker.args) > 1:
+        raise pytest.UsageError(f"@pytest.mark.{MARKER} takes at most one positional limit, "
+                                f"got {marker.args!r} ({item.nodeid}).")
+    gates = _limits(marker.args[0] if marker.args else None, dict(marker.kwargs))
     shared = getattr(item, "funcargs", {}).get("recompiles")
     recording = shared if isinstance(shared, Recompiles) else Recompiles(item.nodeid)
     try:
@@ -104,7 +126,7 @@ def pytest_runtest_call(item: pytest.Item):
     finally:
         if recording is not shared:
             recording.stop()
-    messages = budget_violations(recording.report, n, dict(marker.kwargs))
+    messages = budget_violations(recording.report, gates)
     if messages:
         pytest.fail("\n".join(messages), pytrace=False)
     return result

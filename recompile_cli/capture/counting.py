@@ -18,29 +18,35 @@ OnCall = Callable[[str | None, int | None], None]
 
 
 class CallCounter:
-    """``with CallCounter(on_call) as counter: ...``; ``counter.counts`` maps keys to calls.
+    """``with CallCounter(on_call, counts): ...``; ``counts`` maps function keys to calls.
 
     ``on_call(key, index)`` is called when an outermost counted call starts (with the 0-based
-    call number of that function) and ``on_call(None, None)`` when it ends.
+    call number of that function) and ``on_call(None, None)`` when it ends. On exit ``jax.jit``
+    is exactly the function it was before (unless someone replaced it meanwhile); wrappers made
+    while active keep working afterwards, without counting.
     """
 
-    def __init__(self, on_call: OnCall) -> None:
-        self.counts: dict[str, int] = {}
+    def __init__(self, on_call: OnCall, counts: dict[str, int] | None = None) -> None:
+        self.counts: dict[str, int] = {} if counts is None else counts
         self._on_call = on_call
         self._local = threading.local()
         self._original: Any = None
+        self._active = False
+        self._wrapper = self._jit  # one bound method, so that identity checks hold
 
-    def __enter__(self) -> "CallCounter":
+    def __enter__(self) -> CallCounter:
         import jax
 
         self._original = jax.jit
-        jax.jit = self._jit
+        self._active = True
+        jax.jit = self._wrapper
         return self
 
     def __exit__(self, *exc: object) -> None:
         import jax
 
-        if jax.jit is self._jit:
+        self._active = False
+        if jax.jit is self._wrapper:
             jax.jit = self._original
 
     def _jit(self, fun: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -49,6 +55,8 @@ class CallCounter:
         return _Counted(self._original(fun, *args, **kwargs), function_key_of(fun), self)
 
     def _enter(self, key: str) -> bool:
+        if not self._active:  # a wrapper kept by the program after the run: just call
+            return False
         index = self.counts.get(key, 0)
         self.counts[key] = index + 1
         outermost = not getattr(self._local, "active", False)

@@ -12,6 +12,7 @@ import inspect
 import os
 import sys
 import sysconfig
+import traceback
 
 from recompile_cli.session.model import function_key
 
@@ -115,3 +116,14 @@ def relative(location: str | None) -> str | None:
         return location
     cwd = os.getcwd() + os.sep
     return location[len(cwd):] if location.startswith(cwd) else location
+
+
+def user_frame_of(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost traceback frame outside installed packages and ours."""
+    found = None
+    for entry in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(entry.filename):
+            found = f"{entry.filename}:{entry.lineno}"
+    if found is None and isinstance(exc, SyntaxError) and exc.filename:
+        found = f"{exc.filename}:{exc.lineno}"
+    return found

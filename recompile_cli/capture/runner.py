@@ -1,34 +1,36 @@
 """Running a target under the recorder: the calls of a spec, or a whole script as ``__main__``.
 
-Both start from empty in-memory JAX caches (``jax.clear_caches()``), so counts are those of a
-cold process even when the tool runs in-process more than once (tests, notebooks). Both return
-the frozen ``Session`` and, when the program raised or was interrupted (Ctrl-C, SIGTERM), a
-one-line summary: whatever was recorded before is kept, and streamed to ``events_log`` as it
-happens when one is given.
+The runner only runs; the recorder keeps what happened (events, calls, the target's failure).
+Both entry points start from empty in-memory JAX caches (``jax.clear_caches()``), so counts are
+those of a cold process even in-process (tests, notebooks), and both restore what the target may
+change: ``sys.argv``, ``sys.path`` and the working directory. Whatever the target does, exceptions,
+``sys.exit``, Ctrl-C or SIGTERM, the run ends with a frozen ``Session`` of everything recorded.
+Only a bad target (``TargetError``: no such module, file or function) propagates.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
+import os
 import runpy
 import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from recompile_cli.capture import frames
-from recompile_cli.target import loader
 from recompile_cli.capture.counting import CallCounter
-from recompile_cli.session.model import Session
-from recompile_cli.capture.recorder import Recorder
-from recompile_cli.session.files import EventLog
+from recompile_cli.capture.recorder import Recorder, exception_summary
+from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, TargetError, Terminated
+from recompile_cli.session.model import HookMode, Session
+from recompile_cli.target import loader
+from recompile_cli.target.jit_options import check_static_args
 from recompile_cli.target.spec import Spec, materialize
-
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
 
 # progress(calls done, calls in all, compiles so far, seconds elapsed)
 Progress = Callable[[int, int, int, float], None]
@@ -36,31 +38,19 @@ Progress = Callable[[int, int, int, float], None]
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """A finished run: its session, and how it ended."""
+
     session: Session
-    failure: str | None  # one paragraph when the target raised or was interrupted, else None
+    failure: str | None  # one line when the target raised, exited or was interrupted
     interrupted: int | None = None  # the exit code for an interruption (130, 143)
 
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    hook_mode: str = "private"
+    hook_mode: str = HookMode.PRIVATE
     events_log: Path | None = None
     progress: Progress | None = None
     count_calls: bool = False  # scripts only: count calls of the functions the script jits
-
-
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM while a target runs, to stop it and report."""
-
-
-@dataclass
-class _Run:
-    recorder: Recorder
-    failures: list[str] = field(default_factory=list)
-    calls: dict[str, int] = field(default_factory=dict)
-    interrupted: int | None = None
-    total: int | None = None  # calls planned, for "(3 of 40 calls raised)"
-    session: Session | None = None
 
 
 def is_jitted(fn: Any) -> bool:
@@ -84,101 +74,161 @@ def prepare(fn: Callable[..., Any], jit_options: dict[str, Any], no_jit: bool,
     return jax.jit(fn, **jit_options)
 
 
-def profile(target: loader.Target, spec: Spec, jit_options: dict[str, Any], no_jit: bool,
+def profile(target: str, spec: Spec, jit_options: dict[str, Any], no_jit: bool,
             keep_going: bool = False, options: RunOptions = RunOptions()) -> Outcome:
-    """Make every call of the spec under the recorder, blocking on each call's outputs."""
+    """Import ``target`` and make every call of the spec under the recorder, blocking on each
+    call's outputs. What the module compiles at import is recorded too.
+
+    Raises:
+        TargetError: the target's module, file or function does not exist or cannot be imported.
+    """
+    with _recording(target, options) as recorder:
+        _make_calls(recorder, target, spec, jit_options, no_jit, keep_going, options)
+    return _outcome(recorder)
+
+
+def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[str, Any],
+                no_jit: bool, keep_going: bool, options: RunOptions) -> None:
+    """The body of ``profile``: every outcome of the target is recorded, none escapes but a
+    bad target and the interruptions that ``_recording`` turns into failures."""
     import jax
 
     resolve = loader.resolver()
-    key = frames.function_key_of(target.function)
-    total = len(spec.cases)
-    with _recording(target.ref, options) as run:
-        recorder, started = run.recorder, time.perf_counter()
-        run.calls[key], run.total = 0, total
-        call = prepare(target.function, jit_options, no_jit, recorder)
-        for case in spec.cases:
-            recorder.set_call(None, None)
-            with recorder.paused():  # building arguments is not part of the profile
-                try:
-                    args = [materialize(v, resolve) for v in case.args]
-                    kwargs = {k: materialize(v, resolve) for k, v in case.kwargs.items()}
-                except Exception as exc:
-                    run.failures.append(_summary(f"building the arguments of {case.label}", exc))
-                    break
-            recorder.set_call(case.index, case.site or case.label, of=key)
-            run.calls[key] += 1
+    try:
+        found = loader.load_target(target)
+    except SystemExit as exc:
+        recorder.fail(f"importing {target} called sys.exit({exc.code!r})")
+        return
+    _check_callable(found, spec, jit_options, no_jit)
+    key = frames.function_key_of(found.function)
+    total = recorder.calls_planned = len(spec.cases)
+    recorder.calls[key] = 0
+    call = prepare(found.function, jit_options, no_jit, recorder)
+    started = time.perf_counter()
+    for case in spec.cases:
+        recorder.set_call(None, None)
+        with recorder.paused():  # building arguments is not part of the profile
             try:
-                jax.block_until_ready(call(*args, **kwargs))
-            except Exception as exc:
-                run.failures.append(_summary(case.label, exc))
-                if not keep_going:
-                    break
-            finally:
-                if options.progress is not None:
-                    options.progress(run.calls[key], total, recorder.compiles,
-                                     time.perf_counter() - started)
-    return _outcome(run)
+                args = [materialize(v, resolve) for v in case.args]
+                kwargs = {k: materialize(v, resolve) for k, v in case.kwargs.items()}
+            except (KeyboardInterrupt, Terminated):
+                raise
+            except BaseException as exc:
+                recorder.fail(exception_summary(f"building the arguments of {case.label}",
+                                                exc))
+                break
+        recorder.set_call(case.index, case.site or case.label, of=key)
+        recorder.count_call(key)
+        try:
+            jax.block_until_ready(call(*args, **kwargs))
+        except (KeyboardInterrupt, Terminated):
+            raise
+        except SystemExit as exc:
+            recorder.fail(f"{case.label} called sys.exit({exc.code!r})")
+            if not keep_going:
+                break
+        except BaseException as exc:
+            recorder.fail(exception_summary(case.label, exc))
+            if not keep_going:
+                break
+        finally:
+            if options.progress is not None:
+                options.progress(recorder.calls[key], total, recorder.compiles,
+                                 time.perf_counter() - started)
+
+
+def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any],
+                    no_jit: bool) -> None:
+    """Before any call: static arguments name real parameters, and a target profiled without a
+    spec takes no required argument."""
+    if not no_jit and not is_jitted(found.function):
+        check_static_args(found.function, jit_options, spec.path or "--static-argnames/nums")
+    if spec.path:
+        return
+    try:
+        parameters = inspect.signature(found.function).parameters.values()
+    except (TypeError, ValueError):
+        return
+    required = [p.name for p in parameters if p.default is p.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required:
+        raise TargetError(f"{found.ref} takes {', '.join(required)}, and no --args spec says "
+                          "what to pass. Write a spec (e.g. calls: [{args: [{array: [8, 8]}]}]) "
+                          "and pass it with --args; the README's 'The argument spec' section shows "
+                          "every form.")
 
 
 def run_script(path: str, script_args: list[str], options: RunOptions = RunOptions()
                ) -> Outcome:
     """Run a script as ``__main__`` with ``sys.argv`` set and its folder on ``sys.path``.
 
-    With ``options.count_calls``, functions the script jits are wrapped to count their calls
-    (this puts a Python wrapper on their cached-call path) and events know during which call
-    they happened.
+    ``sys.exit(0)`` (or ``None``) is a normal end. With ``options.count_calls``, functions the
+    script jits are wrapped to count their calls (a Python wrapper on their cached-call path)
+    and events know during which call they happened.
+
+    Raises:
+        TargetError: the script does not exist or has a syntax error.
     """
     script = loader.check_script(path)
+    label = f"{path} {' '.join(script_args)}".strip()
+    with _script_globals(script, script_args), _recording(label, options) as recorder:
+        counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
+                              recorder.calls)
+        try:
+            with counter if options.count_calls else contextlib.nullcontext():
+                runpy.run_path(str(script), run_name="__main__")
+        except (KeyboardInterrupt, Terminated):
+            raise
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                status = (f"status {exc.code}" if isinstance(exc.code, int)
+                          else f"status 1 and the message {str(exc.code)[:200]!r}")
+                recorder.fail(f"{path} exited with {status}")
+        except BaseException as exc:
+            recorder.fail(exception_summary(path, exc))
+    return _outcome(recorder)
+
+
+@contextlib.contextmanager
+def _script_globals(script: Path, script_args: list[str]) -> Iterator[None]:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *script_args]
     sys.path.insert(0, str(script.parent))
     try:
-        with _recording(f"{path} {' '.join(script_args)}".strip(), options) as run:
-            counter = CallCounter(lambda key, index: run.recorder.set_call(index, None, key))
-            run.calls = counter.counts
-            try:
-                with counter if options.count_calls else contextlib.nullcontext():
-                    runpy.run_path(str(script), run_name="__main__")
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    run.failures.append(f"{path} exited with status {exc.code}")
-            except Exception as exc:
-                run.failures.append(_summary(path, exc))
+        yield
     finally:
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
-    return _outcome(run)
 
 
 @contextlib.contextmanager
-def _recording(label: str, options: RunOptions) -> Iterator[_Run]:
+def _recording(label: str, options: RunOptions) -> Iterator[Recorder]:
+    """Record the block from clean JAX caches; it always ends with ``recorder.stop()``.
+
+    Ctrl-C and SIGTERM stop the block and are recorded as its failure; the working directory
+    is restored afterwards.
+    """
     import jax
 
-    log = EventLog(options.events_log) if options.events_log else None
-    recorder = Recorder(label, hook_mode=options.hook_mode,
-                        sink=log.event if log is not None else None)
-    run = _Run(recorder)
+    recorder = Recorder(label, hook_mode=options.hook_mode, events_log=options.events_log)
+    cwd = os.getcwd()
     jax.clear_caches()
     recorder.start()
-    if log is not None:
-        log.header(recorder.environment(), label, recorder.base_context)
     previous = _on_sigterm()
     try:
-        yield run
+        yield recorder
     except KeyboardInterrupt:
-        run.interrupted = EXIT_SIGINT
-        run.failures.append("interrupted by Ctrl-C (SIGINT)")
+        recorder.interrupted = EXIT_SIGINT
+        recorder.fail("interrupted by Ctrl-C (SIGINT)")
     except Terminated:
-        run.interrupted = EXIT_SIGTERM
-        run.failures.append("terminated by SIGTERM")
+        recorder.interrupted = EXIT_SIGTERM
+        recorder.fail("terminated by SIGTERM")
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        recorder.set_call(None, None)
-        run.session = recorder.stop(target_exception=_join(run.failures, run.total),
-                                    calls=dict(run.calls))
-        if log is not None:
-            log.end(run.session)
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+        recorder.stop()
 
 
 def _on_sigterm() -> Any:
@@ -192,30 +242,13 @@ def _on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, terminate)
 
 
-def _outcome(run: _Run) -> Outcome:
-    assert run.session is not None
-    return Outcome(run.session, run.session.target_exception, run.interrupted)
+def _outcome(recorder: Recorder) -> Outcome:
+    assert recorder.session is not None
+    return Outcome(recorder.session, recorder.failure, recorder.interrupted)
 
 
-def use_compilation_cache(path: str) -> None:
+def use_compilation_cache(path: str | Path) -> None:
     """Point JAX's persistent compilation cache at ``path`` (before anything compiles)."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", str(path))
-
-
-def _summary(what: str, exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0]
-    where = loader.user_frame_of(exc)
-    at = f" at {frames.relative(where)}" if where else ""
-    return f"{what} raised {type(exc).__name__}{at}: {first}"
-
-
-def _join(failures: list[str], total: int | None) -> str | None:
-    """The first failure, and how many calls failed when there were several."""
-    if not failures:
-        return None
-    text = failures[0]
-    if len(failures) > 1 and total:
-        text += f" ({len(failures)} of {total} calls raised)"
-    return text

@@ -1,53 +1,56 @@
-"""The command line: parse options, call the library, hand results to ``cli_io``, exit.
+"""The commands: validate every input, call the library, hand the results to ``output``, exit.
 
 Exit codes: 0 ran (and every gate held), 1 a gate failed, 2 bad input, 3 the profiled target
-raised (the report of what was recorded is still printed and written).
+raised or exited, 130/143 Ctrl-C/SIGTERM. ``user_errors`` is the one place that turns a
+``RecompileError`` into its message and exit code. Heavy modules (JAX, pandas) are imported
+inside the commands that need them, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import contextlib
+import enum
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from recompile_cli.cli import output as cli_io
-from recompile_cli.errors import RecompileError
+from recompile_cli.cli import output
+from recompile_cli.cli.output import Problems, ReportFiles
+from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, RecompileError, Terminated
+from recompile_cli.render.registry import FORMATS
+from recompile_cli.session.model import CauseCode, HookMode
+
+if TYPE_CHECKING:
+    from recompile_cli.capture.runner import Outcome
+    from recompile_cli.gate.baseline import Baseline
+    from recompile_cli.gate.evaluate import Gates
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
-    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None, pretty_exceptions_enable=False,
     help="Find out which JAX functions re-trace and re-compile, why, and what it costs.")
 
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    csv = "csv"
-    chrome_trace = "chrome-trace"
-    html = "html"
+Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)  # type: ignore[misc]
 
 
-class GateFormat(str, Enum):
+class GateFormat(str, enum.Enum):
     table = "table"
     markdown = "markdown"
 
 
-class HookMode(str, Enum):
-    private = "private"
-    public_only = "public-only"
-
-
-FormatOption = Annotated[Optional[Format], typer.Option(
-    "--format", "-f", help="Report format (default: table; inferred from --output's extension).")]
+FormatOption = Annotated[Optional[Format], typer.Option(  # type: ignore[valid-type]
+    "--format", "-f", help="Report format on stdout (default: table). With --output, the "
+    "file's format (default: from its extension).")]
 OutputOption = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Also write the report to this file (.json, .md, .txt, .csv, "
-    ".html, .trace.json); with csv, a folder (no extension) gets functions.csv, events.csv "
-    "and causes.csv.")]
+    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv and causes.csv.")]
 SaveOption = Annotated[Optional[Path], typer.Option(
-    "--save", help="Save the whole session as JSON, to read later with `recompile-cli report`.")]
+    "--save", help="Save the session as JSON, to render later with `recompile-cli report`.")]
 AllOption = Annotated[bool, typer.Option(
     "--all", help="List JAX- and library-internal functions and events too.")]
 CacheOption = Annotated[Optional[Path], typer.Option(
@@ -57,7 +60,8 @@ HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
 MaxCompilesOption = Annotated[Optional[int], typer.Option(
-    "--max-compiles", help="Gate: exit 1 if any of your functions compiles more often.")]
+    "--max-compiles", min=0,
+    help="Gate: exit 1 if any of your functions compiles more often.")]
 FailOnOption = Annotated[Optional[str], typer.Option(
     "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
     "new_function,weak_type.")]
@@ -69,10 +73,71 @@ BaselineOption = Annotated[Optional[Path], typer.Option(
 EventsLogOption = Annotated[Optional[Path], typer.Option(
     "--events-log", help="Append every event to this JSON-lines file as it happens (flushed), "
     "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
-QuietOption = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="No progress display.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 JunitOption = Annotated[Optional[Path], typer.Option(
     "--junit-xml", help="Write the gate results as JUnit XML (one test case per function).")]
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="Gate: a budget that matches no recorded function fails (else warns).")]
+MaxArrayOption = Annotated[Optional[int], typer.Option(
+    "--max-array-bytes", min=1, help="Refuse spec arrays larger than this (default 4 GiB).")]
+MaxCallsOption = Annotated[Optional[int], typer.Option(
+    "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
+    "100,000).")]
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """The one place a ``RecompileError`` becomes its message and exit code (and Ctrl-C or
+    SIGTERM before anything was recorded, 130 or 143)."""
+    try:
+        yield
+    except RecompileError as exc:
+        output.fail(exc)
+    except KeyboardInterrupt:
+        typer.echo("recompile-cli: interrupted by Ctrl-C (SIGINT).", err=True)
+        raise typer.Exit(EXIT_SIGINT) from None
+    except Terminated:
+        typer.echo("recompile-cli: terminated by SIGTERM.", err=True)
+        raise typer.Exit(EXIT_SIGTERM) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Everything a run's report and gates need, validated before the target runs."""
+
+    files: ReportFiles
+    gates: Gates
+    baseline: Baseline | None
+    baseline_path: Path | None
+    save_baseline: Path | None
+    junit: Path | None
+    events_log: Path | None
+
+
+def _request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
+             max_compiles: int | None, fail_on: str | None, baseline: Path | None,
+             save_baseline: Path | None, junit: Path | None, events_log: Path | None
+             ) -> Request:
+    """Resolve every path against the starting folder and validate every option."""
+    from recompile_cli.gate import baseline as baselines
+    from recompile_cli.gate.evaluate import Gates
+
+    files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path),
+                        output.absolute(save), show_all)
+    if files.output is not None:
+        output.output_format(files)
+    for path, option in ((files.output, "--output"), (files.save, "--save"),
+                         (output.absolute(junit), "--junit-xml"),
+                         (output.absolute(events_log), "--events-log")):
+        output.check_writable(path, option)
+    if save_baseline is not None:
+        baselines.check_writable(output.absolute(save_baseline))  # type: ignore[arg-type]
+    loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
+    gates = Gates(max_compiles=max_compiles, fail_on=_cause_codes(fail_on),
+                  list_all=junit is not None)
+    return Request(files, gates, loaded, output.absolute(baseline),
+                   output.absolute(save_baseline), output.absolute(junit),
+                   output.absolute(events_log))
 
 
 @app.command()
@@ -89,35 +154,36 @@ def profile(
         "--no-jit", help="Call the target as it is; record only the jits inside it.")] = False,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Make the remaining calls after one raises.")] = False,
-    fmt: FormatOption = None, output: OutputOption = None, save: SaveOption = None,
-    show_all: AllOption = False, hook_mode: HookOption = HookMode.private,
+    fmt: FormatOption = None, output_path: OutputOption = None, save: SaveOption = None,
+    show_all: AllOption = False, hook_mode: HookOption = HookMode.PRIVATE,
     compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
     fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
     events_log: EventsLogOption = None, quiet: QuietOption = False,
+    max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
-    from recompile_cli.target import loader
     from recompile_cli.capture import runner
     from recompile_cli.target.spec import load_spec, single_call
 
-    try:
-        spec = load_spec(args) if args else single_call()
+    with user_errors():
+        request = _request(fmt, output_path, save, show_all, max_compiles, fail_on, baseline,
+                           save_baseline, junit_xml, events_log)
+        limits = {k: v for k, v in (("max_array_bytes", max_array_bytes),
+                                    ("max_calls", max_calls)) if v is not None}
+        spec = load_spec(output.absolute(args), **limits) if args else single_call()  # type: ignore[arg-type]
         jit_options = dict(spec.jit_options)
         jit_options.update(_jit_flags(static_argnames, static_argnums))
-        codes = _cause_codes(fail_on)
-        baseline_data = _load_baseline(baseline)
         if compilation_cache:
-            runner.use_compilation_cache(compilation_cache)
-        found = loader.load_target(target)
-        progress = None if quiet else cli_io.progress_printer()
-        outcome = runner.profile(found, spec, jit_options, no_jit, keep_going,
-                                 runner.RunOptions(hook_mode.value, events_log, progress))
-        cli_io.end_progress(progress)
-    except RecompileError as exc:
-        cli_io.fail(exc)
-    _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
-                     baseline, baseline_data, junit_xml)
+            runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
+        progress = None if quiet else output.progress_printer()
+        try:
+            outcome = runner.profile(target, spec, jit_options, no_jit, keep_going,
+                                     runner.RunOptions(hook_mode.value, request.events_log,
+                                                       progress))
+        finally:
+            output.end_progress(progress)
+    _finish(outcome, request)
 
 
 @app.command(context_settings={"allow_interspersed_args": False,
@@ -130,8 +196,8 @@ def run(
         "--count-calls", help="Count calls of the functions the script jits (adds ~1-3 us to "
         "each call) to fill the calls column and know during which call each compile came.")
     ] = False,
-    fmt: FormatOption = None, output: OutputOption = None, save: SaveOption = None,
-    show_all: AllOption = False, hook_mode: HookOption = HookMode.private,
+    fmt: FormatOption = None, output_path: OutputOption = None, save: SaveOption = None,
+    show_all: AllOption = False, hook_mode: HookOption = HookMode.PRIVATE,
     compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
     fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
@@ -139,20 +205,22 @@ def run(
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
 
-    Options go before SCRIPT; everything after it is passed to the script."""
+    Options go before SCRIPT; everything after it is passed to the script. When the report
+    goes to stdout in a machine-readable format (-f json, csv, ...), the script's own output
+    goes to stderr so that the two never mix."""
     from recompile_cli.capture import runner
 
-    try:
-        codes = _cause_codes(fail_on)
-        baseline_data = _load_baseline(baseline)
+    with user_errors():
+        request = _request(fmt, output_path, save, show_all, max_compiles, fail_on, baseline,
+                           save_baseline, junit_xml, events_log)
         if compilation_cache:
-            runner.use_compilation_cache(compilation_cache)
-        outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
-            hook_mode.value, events_log, count_calls=count_calls))
-    except RecompileError as exc:
-        cli_io.fail(exc)
-    _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
-                     baseline, baseline_data, junit_xml)
+            runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
+        machine_readable = request.files.output is None and request.files.fmt not in (
+            None, "table")
+        with output.script_stdout_to_stderr(machine_readable):
+            outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
+                hook_mode.value, request.events_log, count_calls=count_calls))
+    _finish(outcome, request)
 
 
 @app.command()
@@ -164,53 +232,64 @@ def check(
         "--format", "-f", help="The gate summary as a terminal table or as Markdown.")
     ] = GateFormat.table,
     save_baseline: SaveBaselineOption = None, baseline: BaselineOption = None,
-    junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.private,
+    junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.PRIVATE,
+    strict: StrictOption = False,
 ) -> None:
     """Run every target of the budget file and fail (exit 1) when a budget is broken."""
-    from recompile_cli.gate import evaluate as gate
+    from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.budgets import find_budget_file, load_budget_file
     from recompile_cli.gate.check import run_checks
+    from recompile_cli.gate.evaluate import evaluate
 
-    try:
-        path = find_budget_file(budget_file)
+    problems = Problems()
+    with user_errors():
+        path = find_budget_file(output.absolute(budget_file))
         budgets = load_budget_file(path)
-        baseline_data = _load_baseline(baseline)
-        result = run_checks(budgets, hook_mode.value)
-    except RecompileError as exc:
-        cli_io.fail(exc)
-    reports = [report for _, report in result.reports]
-    improvements, warnings = [], []
-    violations = list(result.violations)
-    if baseline_data is not None:
-        compared = gate.compare_baseline(reports, baseline_data, str(baseline),
-                                         f"recompile-cli check {path} --save-baseline {baseline}")
-        violations += compared.violations
-        improvements, warnings = compared.improvements, compared.warnings
-    if save_baseline is not None:
-        gate.save_baseline(reports, save_baseline)
-    env = reports[0].session.environment if reports else None
-    if env is not None:
-        typer.echo(f"recompile-cli check: {path} (jax {env.jax_version}, {env.backend})")
-    held = cli_io.emit_gate(result.rows, violations, improvements, warnings, junit_xml,
-                            str(path), markdown=fmt == GateFormat.markdown)
-    cli_io.finish("; ".join(result.failures) or None, held)
+        junit = output.absolute(junit_xml)
+        output.check_writable(junit, "--junit-xml")
+        save_to = output.absolute(save_baseline)
+        if save_to is not None:
+            baselines.check_writable(save_to)
+        loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
+        runs, interrupted = run_checks(budgets, hook_mode.value)
+    with output.deferred_signals() as received:
+        result = evaluate(runs, loaded, f"recompile-cli check {path} --save-baseline {baseline}",
+                          strict)
+        if save_to is not None and not interrupted:
+            output.write_file(save_to, baselines.baseline_text([r.report for r in runs]),
+                              "baseline", problems)
+        if runs:
+            env = runs[0].report.session.environment
+            typer.echo(f"recompile-cli check: {path} (jax {env.jax_version}, {env.backend})")
+        output.emit_gate(result, junit, str(path), problems,
+                         markdown=fmt == GateFormat.markdown)
+    raised = "; ".join(f"{e.target}: {e.message}" for e in result.errors) or None
+    code = output.exit_code(raised, interrupted or received.code, result.held, problems)
+    if interrupted:
+        typer.echo("recompile-cli check: interrupted; the targets after it did not run.",
+                   err=True)
+    raise typer.Exit(code)
 
 
 @app.command()
 def report(
     session: Annotated[Path, typer.Argument(help="A session saved with --save or --output "
                                                  "FILE.json, or an --events-log FILE.jsonl.")],
-    fmt: FormatOption = None, output: OutputOption = None, show_all: AllOption = False,
+    fmt: FormatOption = None, output_path: OutputOption = None, show_all: AllOption = False,
 ) -> None:
     """Render a saved session again, in any format, without running anything."""
     from recompile_cli.analysis.report import analyse
     from recompile_cli.session.files import load_session
 
-    try:
+    problems = Problems()
+    with user_errors():
+        files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path), None,
+                            show_all)
+        if files.output is not None:
+            output.output_format(files)
         loaded = load_session(session)
-    except RecompileError as exc:
-        cli_io.fail(exc)
-    cli_io.emit_report(analyse(loaded), fmt.value if fmt else None, output, None, show_all)
+    output.emit_report(analyse(loaded), files, problems)
+    raise typer.Exit(output.exit_code(None, None, True, problems))
 
 
 @app.command()
@@ -227,45 +306,40 @@ def diff(
     from recompile_cli.render.diff import render_diff
     from recompile_cli.session.files import load_session
 
-    try:
+    with user_errors():
         changes, new_causes = diff_reports(analyse(load_session(old)),
                                            analyse(load_session(new)))
-    except RecompileError as exc:
-        cli_io.fail(exc)
     typer.echo(render_diff(changes, new_causes, str(old), str(new)), nl=False)
-    cli_io.finish(None, not (fail_on_regression and any(c.regressed for c in changes)))
+    regressed = fail_on_regression and any(c.regressed for c in changes)
+    raise typer.Exit(1 if regressed else 0)
 
 
-def _report_and_gate(outcome, fmt, output, save, show_all, max_compiles, codes, save_baseline,
-                     baseline, baseline_data, junit_xml) -> None:
-    from recompile_cli.gate import evaluate as gate
+def _finish(outcome: Outcome, request: Request) -> None:
+    """Analyse, print and write the report, evaluate the gates, and exit with the code."""
     from recompile_cli.analysis.report import analyse
+    from recompile_cli.gate import baseline as baselines
+    from recompile_cli.gate.evaluate import Gated, evaluate
 
-    result = analyse(outcome.session)
-    cli_io.emit_report(result, fmt.value if fmt else None, output, save, show_all)
-    if save_baseline is not None:
-        gate.save_baseline([result], save_baseline)
-    gated = (max_compiles is not None or codes or baseline_data is not None
-             or junit_xml is not None)
-    held = True
-    if gated:
-        rows = gate.check_max_compiles(result, max_compiles)
-        violations = []
-        if codes:
-            violations += gate.check_fail_on(result, codes)
-        improvements, warnings = [], []
-        if baseline_data is not None:
-            compared = gate.compare_baseline([result], baseline_data, str(baseline),
-                                             f"re-run with --save-baseline {baseline}")
-            violations += compared.violations
-            improvements, warnings = compared.improvements, compared.warnings
-        held = cli_io.emit_gate(rows, violations, improvements, warnings, junit_xml,
-                                outcome.session.target)
-    cli_io.finish(outcome.failure, held, outcome.interrupted)
+    problems = Problems()
+    with output.deferred_signals() as received:
+        output.save_session(outcome.session, request.files.save, problems)
+        report = analyse(outcome.session)
+        output.emit_report(report, request.files, problems)
+        if request.save_baseline is not None:
+            output.write_file(request.save_baseline, baselines.baseline_text([report]),
+                              "baseline", problems)
+        gated = request.gates.any or request.baseline is not None
+        result = evaluate([Gated(outcome.session.target, report, request.gates)],
+                          request.baseline,
+                          f"re-run with --save-baseline {request.baseline_path}")
+        if gated:
+            output.emit_gate(result, request.junit, outcome.session.target, problems)
+    raise typer.Exit(output.exit_code(outcome.failure, outcome.interrupted or received.code,
+                                      result.held or not gated, problems))
 
 
-def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:
-    out: dict[str, tuple] = {}
+def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
     if names:
         out["static_argnames"] = tuple(n.strip() for n in names.split(",") if n.strip())
     if nums:
@@ -278,21 +352,34 @@ def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple]:
 
 
 def _cause_codes(text: str | None) -> tuple[str, ...]:
-    from recompile_cli.analysis.causes import CAUSE_CODES
-
     codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
-    unknown = [c for c in codes if c not in CAUSE_CODES]
+    known = [code.value for code in CauseCode]
+    unknown = [c for c in codes if c not in known]
     if unknown:
         raise RecompileError(f"--fail-on: unknown cause code(s) {', '.join(unknown)}; use "
-                             f"{', '.join(CAUSE_CODES)}.")
+                             f"{', '.join(known)}.")
     return codes
 
 
-def _load_baseline(path: Path | None) -> dict | None:
-    from recompile_cli.gate.evaluate import load_baseline
-
-    return load_baseline(path) if path is not None else None
-
-
 def main() -> None:
-    app(prog_name="recompile-cli")
+    """The ``recompile-cli`` console script: Ctrl-C or SIGTERM before anything was recorded
+    ends with 130/143 and one line, never a traceback."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def terminate(signum: int, frame: Any) -> None:
+            raise Terminated()
+
+        previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        app(prog_name="recompile-cli")
+    except KeyboardInterrupt:
+        typer.echo("recompile-cli: interrupted by Ctrl-C (SIGINT) before anything was "
+                   "recorded.", err=True)
+        raise SystemExit(EXIT_SIGINT) from None
+    except Terminated:
+        typer.echo("recompile-cli: terminated by SIGTERM before anything was recorded.",
+                   err=True)
+        raise SystemExit(EXIT_SIGTERM) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

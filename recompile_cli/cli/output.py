@@ -1,89 +1,217 @@
-"""Output for the command line (the CLI layer, with ``cli.py``): print and write reports and
-gate results, and talk to CI (GitHub step summary and annotations, JUnit XML files)."""
+"""Output of the command line: the report and the gate on the terminal, the files they are
+written to, CI's extras (GitHub step summary and annotations, JUnit XML), and the exit code.
+
+The only module, with ``app``, that prints. Files are written atomically; a file that cannot be
+written is reported and the other outputs are still produced.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from recompile_cli.analysis.report import Report
-from recompile_cli.errors import EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
-from recompile_cli.gate.evaluate import BudgetRow, Violation
-from recompile_cli.render import guess_format, render
-from recompile_cli.render.csv import render_files as csv_files
-from recompile_cli.render.ci import annotations, gate_summary, junit_xml
+from recompile_cli.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
+from recompile_cli.fileio import atomic_write_text, strict_json
+
+if TYPE_CHECKING:
+    from recompile_cli.analysis.report import Report
+    from recompile_cli.capture.runner import Progress
+    from recompile_cli.gate.evaluate import GateResult
+    from recompile_cli.session.model import Session
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """Where a run's report goes: ``--format``, ``--output``, ``--save``, ``--all``."""
+
+    fmt: str | None = None
+    output: Path | None = None
+    save: Path | None = None
+    show_all: bool = False
+
+
+@dataclass
+class Problems:
+    """Files that could not be written; they make the exit code 2 unless a worse one applies."""
+
+    messages: list[str] = field(default_factory=list)
 
 
 def fail(exc: RecompileError) -> None:
+    """Print the one-paragraph error and exit with its code."""
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
 
 
-def write_text(path: Path, text: str, what: str) -> None:
+def absolute(path: Path | None) -> Path | None:
+    """``path`` resolved against the folder the command started in (before any target runs,
+    so that a script calling ``os.chdir`` cannot move the outputs)."""
+    return None if path is None else Path(os.path.abspath(path))
+
+
+def check_writable(path: Path | None, option: str) -> None:
+    """Fail before the run when ``path`` could not be written afterwards."""
+    if path is None:
+        return
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise RecompileError(f"{option} {path}: the folder {folder} is not writable. Choose a "
+                             "writable path.")
+
+
+def output_format(files: ReportFiles) -> str:
+    """The format ``--output`` is written in: ``--format``, else the file's extension, else CSV
+    tables for an existing folder. Raises ``RecompileError`` when none of these says."""
+    from recompile_cli.render.registry import guess_format
+
+    assert files.output is not None
+    found = files.fmt or guess_format(str(files.output))
+    if found is None and files.output.is_dir():
+        found = "csv"
+    if found is None:
+        raise RecompileError(
+            f"--output {files.output}: cannot tell the format from the name. Give the file an "
+            "extension (.json, .md, .txt, .csv, .html, .trace.json), pass --format, or name an "
+            "existing folder to get the CSV tables in it.")
+    return found
+
+
+def write_file(path: Path, text: str, what: str, problems: Problems) -> bool:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        atomic_write_text(path, text)
+        return True
     except OSError as exc:
-        fail(RecompileError(f"Cannot write the {what} to {path}: {exc.strerror or exc}. Choose "
-                            "a writable path."))
+        message = (f"cannot write the {what} to {path}: {exc.strerror or exc}; the rest of the "
+                   "report was still printed and written")
+        problems.messages.append(message)
+        typer.echo(f"error: {message}.", err=True)
+        return False
 
 
-def emit_report(report: Report, fmt: str | None, output: Path | None, save: Path | None,
-                show_all: bool) -> None:
-    """Print the report (and write it to --output / --save); add it to the GitHub summary."""
-    if save is not None:
-        write_text(save, render(report, "json"), "session")
-    if output is not None:
-        file_format = fmt or guess_format(str(output)) or "json"
-        if file_format == "csv" and (output.is_dir() or not output.suffix):  # a folder
-            for name, text in csv_files(report).items():
-                write_text(output / name, text, "CSV table")
+def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
+    """Print the report, write ``--output``, and add it to the GitHub summary.
+
+    Each format is rendered once; the terminal shows the table when the report goes to a file.
+    """
+    from recompile_cli.render import render
+    from recompile_cli.render.csv import render_files as csv_files
+
+    rendered: dict[str, str] = {}
+
+    def text(fmt: str) -> str:
+        if fmt not in rendered:
+            rendered[fmt] = render(report, fmt, files.show_all)
+        return rendered[fmt]
+
+    if files.output is not None:
+        file_format = output_format(files)
+        if file_format == "csv" and (files.output.is_dir() or not files.output.suffix):
+            written = all([write_file(files.output / name, content, "CSV table", problems)
+                           for name, content in csv_files(report).items()])
         else:
-            write_text(output, render(report, file_format, show_all), "report")
-        typer.echo(render(report, "table", show_all), nl=False)
-        typer.echo(f"Report written to {output} ({file_format}).")
+            written = write_file(files.output, text(file_format), "report", problems)
+        typer.echo(text("table"), nl=False)
+        if written:
+            typer.echo(f"Report written to {files.output} ({file_format}).")
     else:
-        typer.echo(render(report, fmt or "table", show_all), nl=False)
-    _step_summary(render(report, "markdown", show_all))
+        typer.echo(text(files.fmt or "table"), nl=False)
+    _step_summary(lambda: text("markdown"))
 
 
-def emit_gate(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],
-              warnings: list[str], junit: Path | None, suite: str, markdown: bool = False
-              ) -> bool:
-    """Print the gate's results and CI outputs; True when every gate held."""
-    every = [v for row in rows for v in row.violations] + violations
-    typer.echo("")
-    typer.echo(gate_summary(rows, violations, improvements, warnings, markdown), nl=False)
+def save_session(session: Session, path: Path | None, problems: Problems) -> None:
+    """``--save``: the session alone, written before any analysis, so that nothing recorded is
+    lost whatever happens next."""
+    from recompile_cli.session.files import session_to_dict
+
+    if path is not None:
+        write_file(path, strict_json(session_to_dict(session)) + "\n", "session", problems)
+
+
+def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Problems,
+              markdown: bool = False) -> None:
+    """Print the gate's results (when there are any) and write its CI outputs."""
+    from recompile_cli.render.ci import annotations, gate_summary, junit_xml
+
+    if not result.empty:
+        typer.echo("")
+        typer.echo(gate_summary(result, markdown), nl=False)
     if junit is not None:
-        write_text(junit, junit_xml(rows, violations, suite), "JUnit XML")
+        write_file(junit, junit_xml(result, suite), "JUnit XML", problems)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        for line in annotations(every):
+        for line in annotations(result.every_violation):
             typer.echo(line)
-    _step_summary(gate_summary(rows, violations, improvements, warnings, markdown=True))
-    return not every
+    if not result.empty:
+        _step_summary(lambda: gate_summary(result, markdown=True))
 
 
-def finish(failure: str | None, gate_held: bool = True, interrupted: int | None = None) -> None:
-    """Exit 130/143 if interrupted, 3 if the target raised, else 1 if a gate failed, else
-    return (exit 0)."""
+def exit_code(failure: str | None, interrupted: int | None, gate_held: bool,
+              problems: Problems) -> int:
+    """130/143 if interrupted, 3 if the target raised, 2 if an output could not be written,
+    1 if a gate failed, else 0; the reason goes to stderr."""
     if interrupted:
         typer.echo(f"recompile-cli: {failure}; the report above covers everything recorded "
                    "until then.", err=True)
-        raise typer.Exit(interrupted)
+        return interrupted
     if failure:
         typer.echo(f"error: {failure.rstrip('.')}. The report above covers everything "
                    "recorded before the failure.", err=True)
-        raise typer.Exit(EXIT_TARGET_RAISED)
-    if not gate_held:
-        raise typer.Exit(EXIT_GATE)
+        return EXIT_TARGET_RAISED
+    if problems.messages:
+        return EXIT_BAD_INPUT
+    return 0 if gate_held else EXIT_GATE
 
 
-def progress_printer():
+@dataclass
+class Received:
+    """The exit code of a signal that arrived while signals were deferred (None: none did)."""
+
+    code: int | None = None
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[Received]:
+    """Hold Ctrl-C and SIGTERM while the report is analysed, printed and written, so that an
+    interruption never loses what was recorded; ``received.code`` is then 130 or 143."""
+    received = Received()
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def hold(signum: int, frame: Any) -> None:
+        received.code = received.code or (130 if signum == signal.SIGINT else 143)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def script_stdout_to_stderr(enabled: bool) -> Iterator[None]:
+    """While a script runs, send what it prints to stderr, so that a machine-readable report
+    on stdout stays parseable."""
+    if not enabled:
+        yield
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def progress_printer() -> Progress | None:
     """A progress display on stderr (calls done, compiles so far, elapsed) for terminals only."""
-    import sys
-
     if not sys.stderr.isatty():
         return None
 
@@ -98,19 +226,19 @@ def progress_printer():
     return show
 
 
-def end_progress(progress) -> None:
+def end_progress(progress: Progress | None) -> None:
     if progress is not None:
-        import sys
-
         sys.stderr.write("\r\033[K")  # clear the progress line
         sys.stderr.flush()
 
 
-def _step_summary(markdown: str) -> None:
+def _step_summary(markdown: Callable[[], str]) -> None:
+    """Append to GitHub's step summary, rendering the Markdown only when there is one."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        try:
-            with open(path, "a") as summary:
-                summary.write(markdown + "\n")
-        except OSError:
-            typer.echo(f"warning: cannot append to GITHUB_STEP_SUMMARY ({path})", err=True)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(markdown() + "\n")
+    except OSError:
+        typer.echo(f"warning: cannot append to GITHUB_STEP_SUMMARY ({path})", err=True)

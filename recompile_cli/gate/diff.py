@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recompile_cli.analysis.report import Report
-from recompile_cli.gate.evaluate import baseline_key
+from recompile_cli.gate.baseline import Totals, baseline_key, function_totals
+from recompile_cli.session.model import Owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,20 +34,12 @@ class NewCause:
 def diff_reports(old: Report, new: Report) -> tuple[list[FunctionChange], list[NewCause]]:
     """Per-function counts before and after (functions outside JAX), and the (function, cause,
     argument) triples NEW has that OLD has not."""
-    def totals(report: Report) -> dict[str, tuple[int, int, float]]:
-        out: dict[str, tuple[int, int, float]] = {}
-        for f in report.functions[report.functions["owner"] != "jax"].itertuples():
-            t, c, s = out.get(baseline_key(f.name, f.defined_at), (0, 0, 0.0))
-            out[baseline_key(f.name, f.defined_at)] = (t + int(f.traces), c + int(f.compiles),
-                                                       s + float(f.compile_seconds))
-        return out
-
-    before, after = totals(old), totals(new)
-    zero = (0, 0, 0.0)
+    before, after = function_totals([old]), function_totals([new])
     changes = []
     for key in sorted(set(before) | set(after)):
-        b, a = before.get(key, zero), after.get(key, zero)
-        changes.append(FunctionChange(key, (b[0], a[0]), (b[1], a[1]), (b[2], a[2])))
+        b, a = before.get(key, Totals()), after.get(key, Totals())
+        changes.append(FunctionChange(key, (b.traces, a.traces), (b.compiles, a.compiles),
+                                      (b.compile_seconds, a.compile_seconds)))
     return changes, _new_causes(old, new)
 
 
@@ -54,7 +47,7 @@ def _new_causes(old: Report, new: Report) -> list[NewCause]:
     def causes(report: Report) -> dict[tuple, list]:
         found: dict[tuple, list] = {}
         for e in report.session.events:
-            if e.owner == "jax" or e.depth > 0:
+            if e.owner == Owner.JAX or e.depth > 0:
                 continue
             cause = report.primary(e)
             key = (baseline_key(e.function, e.defined_at), cause.code, cause.argument)

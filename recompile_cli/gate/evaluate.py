@@ -1,34 +1,32 @@
-"""CI gates on compile counts: budgets, steady state, quick flags and baselines.
+"""The gate evaluator: every CI gate over analysed runs, in one place, with one result type.
 
-Pure checks over ``Report``s. Each returns ``Violation``s whose message names the function, the
-numbers and the causes of the excess compiles; an empty list means the gate holds. Counts are
-deterministic, so they are what is gated; compile seconds only with a generous tolerance.
+``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
+(``--max-compiles`` is a budget on every user function), ``--fail-on`` cause codes, the steady
+state, a baseline, and counts a target that raised as an error, never as a pass. Pure: no I/O.
+Each problem is a ``Violation`` whose message names the function, the numbers and the causes of
+the excess compiles (argument, before -> after, call site).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
-import os
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from recompile_cli.analysis.report import Report
+from recompile_cli.capture.frames import relative
+from recompile_cli.gate.baseline import Baseline, baseline_key, environment_of, function_totals
 from recompile_cli.gate.budgets import Budget
-from recompile_cli.analysis.causes import FIRST_COMPILE
-from recompile_cli.errors import BudgetError
-from recompile_cli.capture.frames import path_of, relative
-from recompile_cli.session.model import SCHEMA_VERSION, Event, function_key
-
-BASELINE_KIND = "recompile-cli-baseline"
+from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, function_key
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
+    """One broken gate. ``rule`` is max_compiles, max_traces, max_compile_seconds,
+    allowed_causes, steady_state, fail_on, baseline or no_match."""
+
     function: str
-    rule: str  # max_compiles | max_traces | max_compile_seconds | allowed_causes | steady_state
-    #            | fail_on | baseline
+    rule: str
     message: str
     call_site: str | None = None  # where the first offending compile was triggered
 
@@ -53,58 +51,192 @@ class BudgetRow:
         return not self.violations
 
 
-def check_budgets(report: Report, target: str, budgets: Iterable[Budget],
-                  owners: tuple[str, ...] = ("user", "library")) -> list[BudgetRow]:
-    """One row per (budget, matching function); functions matched by no budget are free."""
-    rows = []
+@dataclass(frozen=True, slots=True)
+class TargetError:
+    """A target that raised, exited non-zero or was interrupted: the gate cannot pass."""
+
+    target: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """What to check on one target's report.
+
+    Args:
+        budgets: limits per function-name glob (from a budget file or the pytest marker).
+        max_compiles: ``--max-compiles``: a limit on every user function; with ``list_all``
+            and no limit, every user function still gets a row (for JUnit).
+        fail_on: cause codes that fail the gate wherever they occur.
+        steady_state_after: no compile once this many calls of ``steady_state_of`` completed.
+        steady_state_of: function keys whose calls count (None: any counted function).
+        list_all: a row per user function even without ``max_compiles``.
+        budget_owners: whose functions ``budgets`` apply to (``max_compiles``: the user's).
+    """
+
+    budgets: tuple[Budget, ...] = ()
+    max_compiles: int | None = None
+    fail_on: tuple[str, ...] = ()
+    steady_state_after: int | None = None
+    steady_state_of: frozenset[str] | None = None
+    list_all: bool = False
+    budget_owners: tuple[str, ...] = (Owner.USER, Owner.LIBRARY)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.budgets or self.max_compiles is not None or self.fail_on
+                    or self.steady_state_after is not None or self.list_all)
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """One target's analysed run, the gates that apply to it, and its failure, if any."""
+
+    label: str
+    report: Report
+    gates: Gates = Gates()
+    failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """Everything the gate found; ``held`` is what decides exit 0 or 1."""
+
+    rows: tuple[BudgetRow, ...] = ()
+    violations: tuple[Violation, ...] = ()  # besides the rows' own
+    errors: tuple[TargetError, ...] = ()
+    improvements: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def every_violation(self) -> list[Violation]:
+        return [v for row in self.rows for v in row.violations] + list(self.violations)
+
+    @property
+    def held(self) -> bool:
+        return not self.every_violation and not self.errors
+
+    @property
+    def empty(self) -> bool:
+        return not (self.rows or self.violations or self.errors or self.improvements
+                    or self.warnings)
+
+
+@dataclass
+class _Found:
+    rows: list[BudgetRow] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    errors: list[TargetError] = field(default_factory=list)
+    improvements: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
+             update_command: str = "", strict: bool = False) -> GateResult:
+    """Apply each run's gates, then the baseline to all runs together.
+
+    Args:
+        runs: the analysed runs with their gates (one for ``profile``/``run``, one per target
+            for ``check``).
+        baseline: compile counts to compare with; more compiles or a new compiling function
+            fails, fewer is an improvement, another JAX version or backend only warns.
+        update_command: the command that updates the baseline, shown with improvements.
+        strict: a budget pattern that matches no recorded function fails instead of warning.
+
+    Returns:
+        The rows, violations, target errors, improvements and warnings; ``held`` is False when
+        any violation or target error was found.
+    """
+    found = _Found()
+    for run in runs:
+        gates = run.gates
+        budgets = [(budget, gates.budget_owners) for budget in gates.budgets]
+        if gates.max_compiles is not None or gates.list_all:
+            budgets.append((Budget("*", max_compiles=gates.max_compiles), (Owner.USER,)))
+        for budget, owners in budgets:
+            rows = check_budget(run.report, run.label, budget, owners)
+            found.rows += rows
+            if not rows and budget.pattern != "*":
+                _no_match(found, run.label, budget.pattern, strict)
+        if gates.fail_on:
+            found.violations += check_fail_on(run.report, gates.fail_on)
+        if gates.steady_state_after is not None:
+            found.violations += check_steady_state(run.report, gates.steady_state_after,
+                                                   gates.steady_state_of)
+        if run.failure:
+            found.errors.append(TargetError(run.label, run.failure))
+    if baseline is not None:
+        _compare_baseline(found, [run.report for run in runs], baseline, update_command)
+    return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),
+                      tuple(found.improvements), tuple(found.warnings))
+
+
+def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
+    message = (f"{target}: the budget {pattern!r} matches no function that was traced or "
+               "compiled; check the name (globs match function names) or remove the budget")
+    if strict:
+        found.violations.append(Violation(pattern, "no_match", message))
+    else:
+        found.warnings.append(message)
+
+
+def check_budget(report: Report, target: str, budget: Budget,
+                 owners: tuple[str, ...] = (Owner.USER, Owner.LIBRARY)) -> list[BudgetRow]:
+    """One row per function of ``owners`` whose name matches the budget's glob."""
     functions = report.functions[report.functions["owner"].isin(owners)]
-    for budget in budgets:
-        matched = [f for f in functions.itertuples() if fnmatch.fnmatchcase(f.name, budget.pattern)]
-        for f in matched:
-            events = [e for e in report.session.events
-                      if function_key(e.function, e.defined_at) == f.key]
-            violations = tuple(_limits(report, budget, f, events))
-            rows.append(BudgetRow(target, f.name, budget.pattern, int(f.compiles),
-                                  budget.max_compiles, int(f.traces), budget.max_traces,
-                                  float(f.compile_seconds), budget.max_compile_seconds,
-                                  violations))
-        if not matched:
-            rows.append(BudgetRow(target, f"{budget.pattern} (no match)", budget.pattern, 0,
-                                  budget.max_compiles, 0, budget.max_traces, 0.0,
-                                  budget.max_compile_seconds))
+    events = _events_by_function(report)
+    rows = []
+    for f in functions.itertuples():
+        if not fnmatch.fnmatchcase(str(f.name), budget.pattern):
+            continue
+        violations = tuple(_limits(report, budget, str(f.name), float(f.compile_seconds),
+                                   events.get(str(f.key), [])))
+        rows.append(BudgetRow(target, str(f.name), budget.pattern, int(f.compiles),
+                              budget.max_compiles, int(f.traces), budget.max_traces,
+                              float(f.compile_seconds), budget.max_compile_seconds,
+                              violations))
     return rows
 
 
-def _limits(report: Report, budget: Budget, f, events: list[Event]) -> Iterable[Violation]:
+def _events_by_function(report: Report) -> dict[str, list[Event]]:
+    out: dict[str, list[Event]] = {}
+    for e in report.session.events:
+        out.setdefault(function_key(e.function, e.defined_at), []).append(e)
+    return out
+
+
+def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
+            events: list[Event]) -> Iterable[Violation]:
     compiled = [e for e in events if e.compiled]
     traced = [e for e in events if e.traced]
     if budget.max_compiles is not None and len(compiled) > budget.max_compiles:
         excess = compiled[budget.max_compiles:]
-        yield Violation(f.name, "max_compiles", (
-            f"{f.name}: {len(compiled)} compiles, budget {budget.max_compiles}. Excess: "
+        yield Violation(name, "max_compiles", (
+            f"{name}: {len(compiled)} compiles, budget {budget.max_compiles}. Excess: "
             f"{describe(report, excess)}"), excess[0].call_site)
     if budget.max_traces is not None and len(traced) > budget.max_traces:
         excess = traced[budget.max_traces:]
-        yield Violation(f.name, "max_traces", (
-            f"{f.name}: {len(traced)} traces, budget {budget.max_traces}. Excess: "
+        yield Violation(name, "max_traces", (
+            f"{name}: {len(traced)} traces, budget {budget.max_traces}. Excess: "
             f"{describe(report, excess)}"), excess[0].call_site)
     if budget.max_compile_seconds is not None:
         limit = budget.max_compile_seconds * (1 + budget.tolerance)
-        if f.compile_seconds > limit:
-            yield Violation(f.name, "max_compile_seconds", (
-                f"{f.name}: {f.compile_seconds:.3f} s of XLA compile, budget "
+        if compile_seconds > limit:
+            yield Violation(name, "max_compile_seconds", (
+                f"{name}: {compile_seconds:.3f} s of XLA compile, budget "
                 f"{budget.max_compile_seconds:.3f} s (+{budget.tolerance:.0%} tolerance)"),
                 compiled[0].call_site if compiled else None)
     if budget.allowed_causes is not None:
         bad = [e for e in events if (e.traced or e.compiled) and e.depth == 0
                and report.primary(e).code not in budget.allowed_causes]
         if bad:
-            yield Violation(f.name, "allowed_causes", (
-                f"{f.name}: causes outside {', '.join(budget.allowed_causes)}: "
+            yield Violation(name, "allowed_causes", (
+                f"{name}: causes outside {', '.join(budget.allowed_causes)}: "
                 f"{describe(report, bad)}"), bad[0].call_site)
 
 
-def check_steady_state(report: Report, after: int, of: set[str] | None = None) -> list[Violation]:
+def check_steady_state(report: Report, after: int, of: frozenset[str] | None = None
+                       ) -> list[Violation]:
     """No compile at all once call ``after`` (1-based count) of the target has completed.
 
     ``of`` limits which counted functions' calls count (function keys); None takes any.
@@ -115,26 +247,21 @@ def check_steady_state(report: Report, after: int, of: set[str] | None = None) -
     if not late:
         return []
     first = late[0]
-    name = (first.call_of or "the target").split("@")[0]
+    name = FunctionKey.parse(first.call_of).name if first.call_of else "the target"
     functions = sorted({e.function for e in late})
+    assert first.call_index is not None
     return [Violation(name, "steady_state", (
-        f"{len(late)} compile(s) after the first {after} calls of {name} (warm-up), first in "
-        f"call {first.call_index + 1}: {', '.join(functions)}. {describe(report, late)}"),
-        first.call_site)]
-
-
-def check_max_compiles(report: Report, limit: int | None) -> list[BudgetRow]:
-    """A row per user function, failing where it compiled more than ``limit`` (None: no limit,
-    e.g. to list every function in a JUnit report)."""
-    return check_budgets(report, report.session.target, [Budget("*", max_compiles=limit)],
-                         owners=("user",))
+        f"After a warm-up of {after} call(s) of {name}, {' and '.join(functions)} compiled "
+        f"{len(late)} more time(s), first during call {first.call_index + 1}: "
+        f"{describe(report, late)}"), first.call_site)]
 
 
 def check_fail_on(report: Report, codes: Iterable[str]) -> list[Violation]:
+    """A violation per (function, code) for top-level events outside JAX with those causes."""
     wanted = set(codes)
     found: dict[tuple[str, str], list[Event]] = {}
     for e in report.session.events:
-        if e.owner == "jax" or e.depth > 0:
+        if e.owner == Owner.JAX or e.depth > 0:
             continue
         for cause in report.causes[e.seq]:
             if cause.code in wanted:
@@ -149,7 +276,7 @@ def describe(report: Report, events: list[Event], limit: int = 3) -> str:
     parts = []
     for e in events[:limit]:
         cause = report.primary(e)
-        text = cause.code if cause.code != FIRST_COMPILE else "first compile"
+        text = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
         if cause.argument:
             text += f" at {cause.argument}"
         if cause.before or cause.after:
@@ -161,82 +288,29 @@ def describe(report: Report, events: list[Event], limit: int = 3) -> str:
     return "; ".join(parts) + more
 
 
-# -- baselines -------------------------------------------------------------------------------------
-@dataclass
-class BaselineResult:
-    violations: list[Violation] = field(default_factory=list)
-    improvements: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def baseline_key(name: str, defined_at: str | None) -> str:
-    """``file.py:function``: stable across checkouts and line moves."""
-    path = path_of(defined_at)
-    return f"{os.path.basename(path)}:{name}" if path else name
-
-
-def make_baseline(reports: Iterable[Report]) -> dict:
-    reports = list(reports)
-    functions: dict[str, dict[str, int]] = {}
-    for report in reports:
-        for f in report.functions[report.functions["owner"] != "jax"].itertuples():
-            entry = functions.setdefault(baseline_key(f.name, f.defined_at),
-                                         {"traces": 0, "compiles": 0})
-            entry["traces"] += int(f.traces)
-            entry["compiles"] += int(f.compiles)
-    env = asdict(reports[0].session.environment) if reports else {}
-    return {"kind": BASELINE_KIND, "schema_version": SCHEMA_VERSION,
-            "environment": {k: env.get(k) for k in ("jax_version", "backend", "python_version")},
-            "functions": dict(sorted(functions.items()))}
-
-
-def save_baseline(reports: Iterable[Report], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(make_baseline(reports), indent=2) + "\n")
-
-
-def load_baseline(path: str | Path) -> dict:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise BudgetError(f"Cannot read the baseline {path}: {exc}. Create it with "
-                          "--save-baseline.") from None
-    if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
-        raise BudgetError(f"{path} is not a recompile-cli baseline. Create one with "
-                          "--save-baseline.")
-    return data
-
-
-def compare_baseline(reports: Iterable[Report], baseline: dict, path: str,
-                     update_command: str) -> BaselineResult:
+def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
+                      update_command: str) -> None:
     """More compiles than the baseline, or a new function that compiles, fails; fewer is an
     improvement; another JAX version or backend is only a warning."""
-    reports = list(reports)
-    current = make_baseline(reports)
-    result = BaselineResult()
-    for field_name in ("jax_version", "backend"):
-        then, now = baseline["environment"].get(field_name), current["environment"][field_name]
+    now_env = environment_of(reports)
+    for name in ("jax_version", "backend"):
+        then, now = baseline.environment.get(name), now_env.get(name)
         if then != now:
-            result.warnings.append(f"the baseline {path} was made with {field_name} {then}, "
-                                   f"this run has {now}: counts may differ for that reason")
-    old = baseline.get("functions", {})
-    events = {baseline_key(e.function, e.defined_at): (r, e) for r in reports
-              for e in r.session.events if e.compiled}
-    for key, now in current["functions"].items():
-        before = old.get(key)
-        if before is None and now["compiles"] > 0:
-            report, event = events.get(key, (None, None))
-            result.violations.append(Violation(key, "baseline", (
-                f"{key}: new function compiles {now['compiles']} time(s); not in the baseline "
-                f"{path}"), event.call_site if event else None))
-        elif before is not None and now["compiles"] > before["compiles"]:
-            report, event = events.get(key, (None, None))
-            result.violations.append(Violation(key, "baseline", (
-                f"{key}: {now['compiles']} compiles, baseline {before['compiles']} "
-                f"(+{now['compiles'] - before['compiles']})"),
-                event.call_site if event else None))
-        elif before is not None and now["compiles"] < before["compiles"]:
-            result.improvements.append(
-                f"{key}: {now['compiles']} compiles, baseline {before['compiles']} "
-                f"(-{before['compiles'] - now['compiles']}). Update the baseline: "
-                f"{update_command}")
-    return result
+            found.warnings.append(f"the baseline {baseline.path} was made with {name} {then}, "
+                                  f"this run has {now}: counts may differ for that reason")
+    sites = {baseline_key(e.function, e.defined_at): e.call_site for r in reports
+             for e in r.session.events if e.compiled}
+    for key, now in function_totals(reports).items():
+        before = baseline.functions.get(key)
+        if before is None and now.compiles > 0:
+            found.violations.append(Violation(key, "baseline", (
+                f"{key}: new function compiles {now.compiles} time(s); not in the baseline "
+                f"{baseline.path}"), sites.get(key)))
+        elif before is not None and now.compiles > before.compiles:
+            found.violations.append(Violation(key, "baseline", (
+                f"{key}: {now.compiles} compiles, baseline {before.compiles} "
+                f"(+{now.compiles - before.compiles})"), sites.get(key)))
+        elif before is not None and now.compiles < before.compiles:
+            found.improvements.append(
+                f"{key}: {now.compiles} compiles, baseline {before.compiles} "
+                f"(-{before.compiles - now.compiles}). Update the baseline: {update_command}")

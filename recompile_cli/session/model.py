@@ -7,8 +7,78 @@ imports neither JAX nor pandas.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 SCHEMA_VERSION = 1
+
+
+class Owner(StrEnum):
+    """Whose code defines a function: the user's, JAX's (jax, jaxlib) or another library's."""
+
+    USER = "user"
+    JAX = "jax"
+    LIBRARY = "library"
+
+
+class HookMode(StrEnum):
+    """How the recorder listens: JAX's private tracing hooks, or the public events only."""
+
+    PRIVATE = "private"
+    PUBLIC_ONLY = "public-only"
+
+
+class EventKind(StrEnum):
+    """What happened in one event (nested traces are part of their parent's)."""
+
+    RETRACED_AND_COMPILED = "retraced_and_compiled"
+    RETRACED_REUSED = "retraced_executable_reused"
+    COMPILED_WITHOUT_RETRACE = "compiled_without_retrace"
+    TRACE_FAILED = "trace_failed"
+    NESTED_TRACE = "nested_trace"
+
+
+class CauseCode(StrEnum):
+    """Why a function was traced or compiled again (see the README's cause table)."""
+
+    FIRST_COMPILE = "first_compile"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    WEAK_TYPE = "weak_type"
+    STATIC_VALUE = "static_value"
+    TREE_STRUCTURE = "tree_structure"
+    ARG_PASSING = "arg_passing"
+    NEW_FUNCTION = "new_function"
+    TRACING_CONTEXT = "tracing_context"
+    SHARDING = "sharding"
+    DERIVED_JAXPR = "derived_jaxpr"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionKey:
+    """The identity of a function across function objects: its name and ``file:line``.
+
+    Sessions store it as text, ``name@file:line`` (``str(key)``); ``parse`` reads that back.
+    """
+
+    name: str
+    defined_at: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.defined_at}" if self.defined_at else self.name
+
+    @classmethod
+    def parse(cls, text: str) -> FunctionKey:
+        name, sep, where = text.rpartition("@")
+        if sep and name and _is_location(where):
+            return cls(name, where)
+        return cls(text)
+
+
+def _is_location(text: str) -> bool:
+    """``path:line``: a file path and a line number."""
+    head, sep, tail = text.rpartition(":")
+    return bool(sep and head and tail.isdigit())
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +175,7 @@ class Event:
     seq: int
     function: str
     defined_at: str | None
-    owner: str  # "user" | "jax" | "library"
+    owner: str  # an Owner value
     call_site: str | None
     call_index: int | None  # which call of ``call_of`` (0-based) was running, where known
     depth: int
@@ -156,7 +226,7 @@ class Environment:
     jax_version: str
     python_version: str
     backend: str
-    hook_mode: str  # "private" | "public-only"
+    hook_mode: str  # a HookMode value
     compilation_cache_dir: str | None = None
 
 
@@ -177,5 +247,5 @@ class Session:
 
 
 def function_key(name: str, defined_at: str | None) -> str:
-    """The identity of a function across function objects: ``name@file:line``."""
-    return f"{name}@{defined_at}" if defined_at else name
+    """The text form of ``FunctionKey(name, defined_at)``: ``name@file:line``."""
+    return str(FunctionKey(name, defined_at))
