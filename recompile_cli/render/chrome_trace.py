@@ -5,15 +5,19 @@ One track (thread) per function; its trace, lower and compile stages are complet
 (``"ph": "X"``) at their real start times, in microseconds since the start of the run; every
 re-compilation gets an instant marker (``"ph": "i"``) carrying its cause and argument diff; a
 counter track (``"ph": "C"``) counts compiles cumulatively.
+
+Strict JSON: a time that is not a finite number (from an edited saved session) is ``null``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from recompile_cli.analysis.report import Report, event_kind
 from recompile_cli.analysis.causes import FIRST_COMPILE
+from recompile_cli.analysis.report import Report, event_kind
+from recompile_cli.render.escape import finite
 from recompile_cli.session.model import Event, function_key
 
 _PID = 1
@@ -21,7 +25,7 @@ _US = 1e6
 
 
 def render(report: Report, show_all: bool = False) -> str:
-    return json.dumps(trace_events(report), indent=1) + "\n"
+    return json.dumps(finite(trace_events(report)), indent=1, allow_nan=False) + "\n"
 
 
 def trace_events(report: Report) -> dict[str, Any]:
@@ -54,7 +58,8 @@ def trace_events(report: Report) -> dict[str, Any]:
             timed.append({"ph": "C", "pid": _PID, "name": "compiles",
                           "ts": _us(e.compile_start_seconds + e.compile_seconds),
                           "args": {"compiles": compiles}})
-    timed.sort(key=lambda item: item["ts"])
+    timed.sort(key=lambda item: (not math.isfinite(item["ts"]),
+                                 item["ts"] if math.isfinite(item["ts"]) else 0.0))
     return {"traceEvents": events + timed, "displayTimeUnit": "ms",
             "otherData": {"jax_version": session.environment.jax_version,
                           "backend": session.environment.backend,

@@ -1,28 +1,35 @@
 """Gate results for people and CI systems: a budget table (terminal or Markdown), JUnit XML
-with one test case per budgeted function, and GitHub Actions ``::error`` annotations."""
+with one test case per budgeted function, and GitHub Actions ``::error`` annotations.
+
+Names and messages carry the user's function names, values and paths: each output makes them
+inert (``escape``): one line per annotation, well-formed XML, Markdown that adds no rows or
+HTML, terminal text without control characters."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Iterable
+from collections.abc import Iterable
 
 from tabulate import tabulate
 
 from recompile_cli.capture.frames import relative
 from recompile_cli.gate.evaluate import BudgetRow, Violation
+from recompile_cli.render import escape
 
 
 def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],
                  warnings: list[str], markdown: bool = False) -> str:
     heading = "### {}" if markdown else "{}"
+    show = escape.markdown if markdown else escape.terminal
     held = not violations and all(row.ok for row in rows)
     lines = [("**" if markdown else "") + f"recompile-cli gate: {'passed' if held else 'FAILED'}"
              + ("**" if markdown else ""), ""]
     if rows:
-        table = [[row.target, row.function, _limit(row.compiles, row.max_compiles),
-                  _limit(row.traces, row.max_traces),
-                  _limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds),
+        table = [[show(row.target), show(row.function),
+                  show(_limit(row.compiles, row.max_compiles)),
+                  show(_limit(row.traces, row.max_traces)),
+                  show(_limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds)),
                   "ok" if row.ok else "FAIL"] for row in rows]
         lines.append(tabulate(table, headers=["target", "function", "compiles", "traces",
                                               "compile s", "status"],
@@ -31,11 +38,12 @@ def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvement
     every = [v for row in rows for v in row.violations] + list(violations)
     if every:
         lines += ["", heading.format("Violations")]
-        lines += [f"- {v.message}" for v in every]
+        lines += [f"- {show(v.message)}" for v in every]
     if improvements:
-        lines += ["", heading.format("Improvements")] + [f"- {text}" for text in improvements]
+        lines += ["", heading.format("Improvements")] + [f"- {show(text)}"
+                                                         for text in improvements]
     if warnings:
-        lines += ["", heading.format("Warnings")] + [f"- {text}" for text in warnings]
+        lines += ["", heading.format("Warnings")] + [f"- {show(text)}" for text in warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -48,24 +56,27 @@ def junit_xml(rows: list[BudgetRow], violations: list[Violation], suite: str) ->
     cases: list[tuple[str, str, list[Violation]]] = [
         (row.target, row.function, list(row.violations)) for row in rows]
     cases += [(suite, f"{v.function} ({v.rule})", [v]) for v in violations]
-    root = ET.Element("testsuite", name=suite, tests=str(len(cases)),
+    root = ET.Element("testsuite", name=escape.xml(suite), tests=str(len(cases)),
                       failures=str(sum(1 for *_, found in cases if found)))
     for classname, name, found in cases:
-        case = ET.SubElement(root, "testcase", classname=classname, name=name)
+        case = ET.SubElement(root, "testcase", classname=escape.xml(classname),
+                             name=escape.xml(name))
         for v in found:
-            failure = ET.SubElement(case, "failure", type=v.rule, message=v.message)
-            failure.text = v.message
+            failure = ET.SubElement(case, "failure", type=escape.xml(v.rule),
+                                    message=escape.xml(v.message))
+            failure.text = escape.xml(v.message)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def annotations(violations: Iterable[Violation]) -> list[str]:
-    """GitHub Actions workflow commands placing each violation at the user's call site."""
+    """GitHub Actions workflow commands placing each violation at the user's call site, one
+    line each: property values and the message are escaped as GitHub unescapes them."""
     out = []
     for v in violations:
-        match = re.match(r"(.+?):(\d+)(?: \(.*\))?$", v.call_site or "")
-        props = ([f"file={relative(match.group(1))}", f"line={match.group(2)}"] if match
-                 else []) + [f"title=recompile-cli {v.rule}"]
-        message = v.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        out.append(f"::error {','.join(props)}::{message}")
+        match = re.fullmatch(r"(.+?):(\d+)(?: \(.*\))?", escape.text(v.call_site))
+        props = ([("file", relative(match.group(1))), ("line", match.group(2))] if match
+                 else []) + [("title", f"recompile-cli {v.rule}")]
+        fields = ",".join(f"{key}={escape.github_property(value)}" for key, value in props)
+        out.append(f"::error {fields}::{escape.github_data(v.message)}")
     return out

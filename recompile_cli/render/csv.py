@@ -1,17 +1,22 @@
 """CSV (pandas): the events table, or ``functions.csv``, ``events.csv`` and ``causes.csv``.
 
 Every file has a header row; ``pandas.read_csv`` reads them back. In ``functions.csv`` the
-``causes`` column is ``code:count`` pairs separated by ``;``.
+``causes`` column is ``code:count`` pairs separated by ``;``. Text cells that a spreadsheet
+would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return) get a
+leading ``'``; numbers, negative ones included, are written as they are.
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
 from recompile_cli.analysis.report import FUNCTION_COLUMNS, Report, events_frame
+from recompile_cli.render import escape
 
 
 def render(report: Report, show_all: bool = False) -> str:
     """The events table (one row per event)."""
-    return events_frame(report).to_csv(index=False)
+    return _csv(events_frame(report))
 
 
 def render_files(report: Report) -> dict[str, str]:
@@ -19,6 +24,16 @@ def render_files(report: Report) -> dict[str, str]:
     functions = report.functions[[c for c in FUNCTION_COLUMNS if c != "key"]].copy()
     functions["causes"] = [";".join(f"{code}:{n}" for code, n in causes.items())
                            for causes in functions["causes"]]
-    return {"functions.csv": functions.to_csv(index=False),
+    return {"functions.csv": _csv(functions),
             "events.csv": render(report),
-            "causes.csv": report.cause_table.to_csv(index=False)}
+            "causes.csv": _csv(report.cause_table)}
+
+
+def _csv(frame: pd.DataFrame) -> str:
+    """The frame as CSV, its text cells neutralised (``escape.csv_text``)."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]) \
+                and not pd.api.types.is_bool_dtype(safe[column]):
+            safe[column] = safe[column].map(escape.csv_text).astype(object)
+    return safe.to_csv(index=False)

@@ -3,14 +3,21 @@ cost-ranked causes, per-function table, events, suggestions, warnings."""
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-import pandas as pd
 from tabulate import tabulate
 
-from recompile_cli.analysis.report import (COMPILED_WITHOUT_RETRACE, RETRACED_AND_COMPILED, RETRACED_REUSED,
-                        Report)
+from recompile_cli.analysis.report import (
+    COMPILED_WITHOUT_RETRACE,
+    RETRACED_AND_COMPILED,
+    RETRACED_REUSED,
+    Report,
+)
 from recompile_cli.capture.frames import relative
+from recompile_cli.render import escape
 
 _MAX_ROWS = 30
 
@@ -21,29 +28,32 @@ class Style:
     heading: str  # format string for section titles
     bullet: str
     code: str  # wraps the title line
+    text: Callable[[Any], str]  # makes a value from the session inert in this format
+    prose: Callable[[Any], str]  # the same for recompile-cli's sentences quoting such values
 
 
-TERMINAL = Style("simple", "{}", "- ", "{}")
-MARKDOWN = Style("github", "### {}", "- ", "**{}**")
+TERMINAL = Style("simple", "{}", "- ", "{}", escape.terminal, escape.terminal)
+MARKDOWN = Style("github", "### {}", "- ", "**{}**", escape.markdown, escape.markdown_prose)
 
 
 def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> str:
     session, totals = report.session, report.totals
     env = session.environment
+    show = style.text
     lines = [
-        style.code.format(f"recompile-cli: {session.target}") + f"  (jax {env.jax_version}, "
-        f"{env.backend}, hook mode {env.hook_mode})",
-        f"{totals['traces']} traces, {totals['compiles']} compiles, {totals['errors']} errors; "
-        f"trace {totals['trace_seconds']:.3f} s, lower {totals['lower_seconds']:.3f} s, "
-        f"compile {totals['compile_seconds']:.3f} s of {totals['wall_seconds']:.3f} s wall",
-        f"misses outside JAX's internals: {totals[RETRACED_AND_COMPILED]} re-traced and "
-        f"re-compiled, {totals[RETRACED_REUSED]} re-traced with the executable reused, "
-        f"{totals[COMPILED_WITHOUT_RETRACE]} compiled without a re-trace",
+        style.code.format(f"recompile-cli: {show(session.target)}") + f"  (jax "
+        f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
+        (f"{totals['traces']} traces, {totals['compiles']} compiles, {totals['errors']} errors; "
+         f"trace {totals['trace_seconds']:.3f} s, lower {totals['lower_seconds']:.3f} s, "
+         f"compile {totals['compile_seconds']:.3f} s of {totals['wall_seconds']:.3f} s wall"),
+        (f"misses outside JAX's internals: {totals[RETRACED_AND_COMPILED]} re-traced and "
+         f"re-compiled, {totals[RETRACED_REUSED]} re-traced with the executable reused, "
+         f"{totals[COMPILED_WITHOUT_RETRACE]} compiled without a re-trace"),
     ]
     if style is MARKDOWN:
         lines = [line + "  " for line in lines]  # Markdown line breaks
     if env.compilation_cache_dir:
-        lines.append(f"persistent cache {env.compilation_cache_dir}: "
+        lines.append(f"persistent cache {show(env.compilation_cache_dir)}: "
                      f"{totals['persistent_cache_hits']} hits, "
                      f"{totals['persistent_cache_saved_seconds']:.3f} s saved")
     lines += _cause_table(report, style)
@@ -51,20 +61,24 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> s
     lines += _events(report, show_all, style)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
-        lines += [f"{style.bullet}{s.function}: {s.message}" for s in report.suggestions]
+        lines += [f"{style.bullet}{show(s.function)}: {style.prose(s.message)}"
+                  for s in report.suggestions]
     if session.target_exception:
-        lines += ["", f"The target raised: {session.target_exception}"]
+        lines += ["", f"The target raised: {show(session.target_exception)}"]
     if session.warnings:
         lines += ["", style.heading.format("Warnings")]
-        lines += [f"{style.bullet}{w}" for w in session.warnings]
+        lines += [f"{style.bullet}{show(w)}" for w in session.warnings]
     return "\n".join(lines) + "\n"
 
 
 Table = tuple[list[str], list[list]]
 
+# Rows hold the session's values as they are (``""`` where missing); each format makes them
+# inert as it writes them (``escape``).
+
 
 def cause_rows(report: Report) -> Table:
-    rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, relative(r.call_site),
+    rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, location(r.call_site),
              r.seconds] for r in report.cause_table.head(_MAX_ROWS).itertuples()]
     return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
 
@@ -72,7 +86,8 @@ def cause_rows(report: Report) -> Table:
 def function_rows(report: Report, show_all: bool) -> Table:
     frame = report.functions
     shown = frame if show_all else frame[frame["owner"] == "user"]
-    rows = [[r.name, relative(r.defined_at), "" if pd.isna(r.calls) else int(r.calls), r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
+    rows = [[r.name, location(r.defined_at), _count(r.calls),
+             r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
             for r in shown.itertuples()]
     headers = ["function", "defined at", "calls", "traces", "compiles", "errors", "trace s",
@@ -97,15 +112,29 @@ def event_rows(report: Report, show_all: bool) -> Table:
         if not show_all and (event.owner != "user" or event.depth > 0
                              or (cause.code == "first_compile" and event.error is None)):
             continue
-        change = (f"{cause.before} -> {cause.after}" if cause.before or cause.after else "")
+        before, after = escape.text(cause.before), escape.text(cause.after)
+        change = f"{before} -> {after}" if before or after else ""
         what = "trace+compile" if event.traced and event.compiled else (
             "trace" if event.traced else "compile")
         if event.persistent_cache:
-            what += f" ({event.persistent_cache.replace('_', ' ')})"
-        rows.append([event.seq, event.function, relative(event.call_site) or "", what,
-                     cause.argument or "", change,
+            what += f" ({escape.text(event.persistent_cache).replace('_', ' ')})"
+        rows.append([event.seq, event.function, location(event.call_site), what,
+                     escape.text(cause.argument), change,
                      f"error: {event.error.type}" if event.error else cause.code])
     return ["#", "function", "call", "stage", "argument", "before -> after", "cause"], rows
+
+
+def location(where: object) -> str:
+    """A ``file:line`` location relative to the current folder; ``""`` when unknown (``None``
+    from a session, ``NaN`` from a pandas column)."""
+    return (relative(where) or "") if isinstance(where, str) else ""
+
+
+# Columns of text (never parsed as numbers: a function may be called ``inf``) and, for the
+# terminal, the widths at which a column wraps (at spaces only, so names stay whole).
+_CAUSE_TEXT, _CAUSE_WRAP = range(6), {3: 24, 4: 44}
+_FUNCTION_TEXT = (0, 1, 9, 10)
+_EVENT_TEXT, _EVENT_WRAP = range(1, 7), {4: 24, 5: 50}
 
 
 def _cause_table(report: Report, style: Style) -> list[str]:
@@ -113,7 +142,7 @@ def _cause_table(report: Report, style: Style) -> list[str]:
         return []
     headers, rows = cause_rows(report)
     lines = ["", style.heading.format("Re-compilations by cost"),
-             _tabulate(rows, headers, style, [None, None, 24, 24, 44, None, None])]
+             _tabulate(rows, headers, style, _CAUSE_TEXT, _CAUSE_WRAP)]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
     return lines
@@ -122,13 +151,13 @@ def _cause_table(report: Report, style: Style) -> list[str]:
 def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
     headers, rows = function_rows(report, show_all)
     lines = [style.heading.format("Functions")]
-    lines.append(_tabulate(rows, headers, style) if rows
+    lines.append(_tabulate(rows, headers, style, _FUNCTION_TEXT) if rows
                  else "(no user function was traced or compiled)")
     if not show_all:
         hidden = hidden_functions(report)
         if hidden and style is MARKDOWN:
             lines.append("")
-        lines += hidden
+        lines += [style.text(line) for line in hidden]
     return lines
 
 
@@ -137,20 +166,40 @@ def _events(report: Report, show_all: bool, style: Style) -> list[str]:
     if not rows:
         return []
     lines = ["", style.heading.format("Recompilation events"),
-             _tabulate(rows[:_MAX_ROWS], headers, style, [None, 24, None, None, 24, 50, None])]
+             _tabulate(rows[:_MAX_ROWS], headers, style, _EVENT_TEXT, _EVENT_WRAP)]
     if len(rows) > _MAX_ROWS:
         lines.append(f"... {len(rows) - _MAX_ROWS} more (see --format json)")
     return lines
 
 
-def _tabulate(rows: list, headers: list[str], style: Style, widths: list | None = None) -> str:
-    if style is MARKDOWN:  # wrapped cells would break Markdown rows
-        return tabulate(rows, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f")
-    return tabulate(rows, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f",
-                    maxcolwidths=widths)
+def _tabulate(rows: list, headers: list[str], style: Style, text_columns=(),
+              wrap: dict[int, int] | None = None) -> str:
+    """Every cell made inert for the style; on the terminal, the ``wrap`` columns are wrapped
+    at spaces (so at `` -> ``), never inside a word. Markdown cells are never wrapped: a line
+    break would end the row."""
+    cells = [[escape.cell(value, style.text) for value in row] for row in rows]
+    if style is not MARKDOWN:
+        for row in cells:
+            for column, width in (wrap or {}).items():
+                row[column] = _wrap(row[column], width)
+    return tabulate(cells, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f",
+                    disable_numparse=[i for i in text_columns if i < len(headers)])
 
 
-def _top_causes(causes: dict[str, int], limit: int = 3) -> str:
+def _wrap(value: Any, width: int) -> Any:
+    if not isinstance(value, str) or len(value) <= width:
+        return value
+    return "\n".join(textwrap.wrap(value, width, break_long_words=False,
+                                    break_on_hyphens=False)) or value
+
+
+def _count(value: Any) -> int | str:
+    return "" if escape.is_missing(value) else int(value)
+
+
+def _top_causes(causes: Any, limit: int = 3) -> str:
+    if not isinstance(causes, dict):
+        return ""
     return ", ".join(f"{code} {n}" for code, n in list(causes.items())[:limit])
 
 

@@ -1,0 +1,161 @@
+"""Keeping untrusted text inert in every output format.
+
+Function names, static values, argument paths, file paths, warnings and exception messages come
+from the profiled program, or from a saved session someone else made. Every renderer passes
+them through one of these functions at the point where they enter its format, so that no value
+can colour or move the terminal, add a Markdown row or block, start a spreadsheet formula, end a
+GitHub workflow command, break XML, or add HTML.
+
+Control characters (C0 ``\\x00``-``\\x1f``, DEL ``\\x7f``, C1 ``\\x80``-``\\x9f``) and the
+bidirectional overrides are shown as Python-style escapes (``\\x1b``, ``\\n``, ``\\u202e``) in
+text meant for people; a missing value (``None``, ``NaN``, ``pd.NA``) is an empty string.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from html import escape as _html_escape
+from typing import Any
+
+# C0, DEL, C1, and the Unicode bidirectional controls ("Trojan Source").
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def is_missing(value: Any) -> bool:
+    """``None``, a float NaN, or pandas' ``NA``/``NaT`` (anything not equal to itself)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # noqa: PLR0124 - true only of NaN-like values
+    except (TypeError, ValueError):  # pd.NA raises in bool(); arrays are not missing
+        return type(value).__name__ in ("NAType", "NaTType")
+
+
+def text(value: Any) -> str:
+    """A value as text: ``""`` when missing."""
+    return "" if is_missing(value) else str(value)
+
+
+def controls(value: Any) -> str:
+    """Text with every control character shown as an escape, e.g. ESC as ``\\x1b``."""
+    return _CONTROL.sub(_show, text(value))
+
+
+def _show(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+# -- terminal ---------------------------------------------------------------------------------
+
+def terminal(value: Any) -> str:
+    """Text for a terminal, one line: no escape sequences, bells or line breaks reach it."""
+    return controls(value)
+
+
+def cell(value: Any, escape=terminal) -> Any:
+    """A table cell: numbers stay numbers (tabulate aligns them), missing values become ``""``
+    and text goes through ``escape``."""
+    if is_missing(value):
+        return ""
+    if isinstance(value, numbers.Number):
+        return value
+    return escape(value)
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"[\\|`&<]|(?<!-)>")
+_MD_REPLACE = {"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown(value: Any) -> str:
+    """Text for a GitHub-flavoured Markdown table cell or bullet, shown literally.
+
+    Backslashes, ``|`` and backticks are backslash-escaped, ``&``, ``<`` and ``>`` become
+    entities (``->`` arrows stay as they are: with ``<`` escaped no tag can open), and control
+    characters, line breaks included, are shown as escapes so a value can never start a row or
+    a block of its own.
+    """
+    return _MD_SPECIAL.sub(lambda m: _MD_REPLACE[m.group()], controls(value))
+
+
+def markdown_prose(value: Any) -> str:
+    """Markdown for a sentence of recompile-cli's own that quotes values in `code spans` (the
+    suggestions): paired backticks stay code spans, whose content is literal in Markdown; the
+    text between them is escaped as by ``markdown``. An odd number of backticks means a value
+    brought its own, and then every backtick is escaped."""
+    shown = controls(value)
+    parts = shown.split("`")
+    if len(parts) % 2 == 0:
+        return markdown(shown)
+    return "`".join(part if i % 2 else markdown(part) for i, part in enumerate(parts))
+
+
+# -- CSV --------------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def csv_text(value: Any) -> Any:
+    """A CSV cell that no spreadsheet runs as a formula (OWASP CSV injection): text starting
+    with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading ``'``. Numbers, and
+    text that is just a number (``-1``), are left alone."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) \
+            and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+# -- GitHub Actions workflow commands ----------------------------------------------------------
+
+def github_data(value: Any) -> str:
+    """The message of a workflow command (``::error ...::MESSAGE``): one line, always. GitHub
+    decodes ``%25``, ``%0D`` and ``%0A``; other control characters are shown as escapes."""
+    encoded = text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return controls(encoded)
+
+
+def github_property(value: Any) -> str:
+    """A property value of a workflow command (``file=...,line=...``)."""
+    return github_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+# -- XML --------------------------------------------------------------------------------------
+
+# Characters XML 1.0 forbids even as character references; ElementTree writes them raw.
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml(value: Any) -> str:
+    """Text for an XML attribute or element (ElementTree escapes ``<&>"`` itself): characters
+    XML 1.0 cannot hold are shown as escapes, e.g. ``\\x1b``."""
+    return _XML_FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
+                              else f"\\u{ord(m.group()):04x}", text(value))
+
+
+# -- HTML -------------------------------------------------------------------------------------
+
+def html(value: Any) -> str:
+    """Text for HTML content or a quoted attribute: ``<>&"'`` escaped, controls shown."""
+    return _html_escape(controls(value), quote=True)
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+def finite(data: Any) -> Any:
+    """``data`` with every NaN or infinite float replaced by ``None`` (strict JSON has neither)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(value) for value in data]
+    return data
