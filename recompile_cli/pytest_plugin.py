@@ -48,8 +48,8 @@ class Recompiles:
         """The analysed recording so far (``recompile_cli.analysis.report.Report``)."""
         from recompile_cli.analysis.report import analyse
 
-        session = self._recorder.session if self._stopped else self._recorder.snapshot()
-        return analyse(session)
+        session = self._recorder.session
+        return analyse(session if session is not None else self._recorder.snapshot())
 
     def compiles(self, function: str | None = None) -> int:
         """Compiles of ``function`` (a name), or of all your functions."""

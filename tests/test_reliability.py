@@ -68,7 +68,8 @@ def test_a_script_that_exits_or_raises_oddly_exits_3_with_report_and_junit(cli, 
     out = tmp_path / "report.json"
     result = cli("run", "--max-compiles", "0", "--junit-xml", junit, "--output", out, path)
     assert result.exit_code == 3, result.output
-    assert words in result.stderr and "Traceback" not in result.output
+    assert words in result.stderr
+    assert "recompile_cli" not in result.stderr  # no frame of ours, whatever was raised
     assert "step" in result.stdout  # the report was printed
     assert json.loads(out.read_text())["target_exception"]
     assert junit_cases(junit)["step"].find("failure") is not None  # the gate was evaluated
@@ -99,6 +100,22 @@ def test_sys_exit_at_import_exits_3_with_the_report(cli, program):
     result = cli("profile", f"{path}:target")
     assert result.exit_code == 3, result.output
     assert "Traceback" not in result.output and "step" in result.stdout
+
+
+def test_a_script_that_raises_shows_the_users_traceback_then_the_summary(cli, program):
+    path = script(program, "raises", """
+        def helper(n):
+            raise ValueError(f"bad value {n}")
+        step(jnp.ones(3))
+        helper(7)
+    """)
+    result = cli("run", path)
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "    helper(7)" in lines and "ValueError: bad value 7" in lines
+    assert lines[-1].startswith(f"error: {path} raised ValueError at ")
+    assert not any(word in result.stderr for word in ("recompile_cli", "runpy", "<frozen"))
 
 
 # -- check --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import os
 import sys
 import sysconfig
 import traceback
+import types
 
 from recompile_cli.session.model import function_key
 
@@ -71,7 +72,7 @@ def is_user_file(path: str) -> bool:
 
 def user_call_site(skip: int = 1) -> str | None:
     """``file:line (function)`` of the innermost user frame on this thread's stack."""
-    frame = sys._getframe(skip)
+    frame: types.FrameType | None = sys._getframe(skip)
     while frame is not None:
         code = frame.f_code
         if is_user_file(code.co_filename):
@@ -127,3 +128,31 @@ def user_frame_of(exc: BaseException) -> str | None:
     if found is None and isinstance(exc, SyntaxError) and exc.filename:
         found = f"{exc.filename}:{exc.lineno}"
     return found
+
+
+_HIDDEN_MODULES = ("runpy.py", os.sep + "importlib" + os.sep)  # and frozen "<frozen runpy>"
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback as Python prints it, without the frames of recompile_cli, ``runpy`` and
+    ``importlib`` that ran the user's code (JAX filters its own frames already)."""
+    try:
+        stack = traceback.TracebackException.from_exception(exc)
+        for link in _chain(stack):
+            kept = [f for f in link.stack if not f.filename.startswith((_OWN_DIR, "<frozen "))
+                    and not f.filename.endswith(_HIDDEN_MODULES[0])
+                    and _HIDDEN_MODULES[1] not in f.filename]
+            link.stack = traceback.StackSummary.from_list(kept)
+        return "".join(stack.format())
+    except Exception:  # an exception whose __str__ raises, or a broken traceback
+        return f"{type(exc).__name__} (its traceback cannot be shown)\n"
+
+
+def _chain(stack: traceback.TracebackException) -> list[traceback.TracebackException]:
+    out, seen = [], set()
+    link: traceback.TracebackException | None = stack
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        out.append(link)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    return out

@@ -43,6 +43,7 @@ class Outcome:
     session: Session
     failure: str | None  # one line when the target raised, exited or was interrupted
     interrupted: int | None = None  # the exit code for an interruption (130, 143)
+    traceback: str | None = None  # the first exception's traceback, the user's frames
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
                 raise
             except BaseException as exc:
                 recorder.fail(exception_summary(f"building the arguments of {case.label}",
-                                                exc))
+                                                exc), exc)
                 break
         recorder.set_call(case.index, case.site or case.label, of=key)
         recorder.count_call(key)
@@ -128,7 +129,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
             if not keep_going:
                 break
         except BaseException as exc:
-            recorder.fail(exception_summary(case.label, exc))
+            recorder.fail(exception_summary(case.label, exc), exc)
             if not keep_going:
                 break
         finally:
@@ -185,7 +186,7 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
                           else f"status 1 and the message {str(exc.code)[:200]!r}")
                 recorder.fail(f"{path} exited with {status}")
         except BaseException as exc:
-            recorder.fail(exception_summary(path, exc))
+            recorder.fail(exception_summary(path, exc), exc)
     return _outcome(recorder)
 
 
@@ -244,7 +245,8 @@ def _on_sigterm() -> Any:
 
 def _outcome(recorder: Recorder) -> Outcome:
     assert recorder.session is not None
-    return Outcome(recorder.session, recorder.failure, recorder.interrupted)
+    return Outcome(recorder.session, recorder.failure, recorder.interrupted,
+                   recorder.failure_traceback)
 
 
 def use_compilation_cache(path: str | Path) -> None:

@@ -35,7 +35,7 @@ app = typer.Typer(
     rich_markup_mode=None, pretty_exceptions_enable=False,
     help="Find out which JAX functions re-trace and re-compile, why, and what it costs.")
 
-Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)  # type: ignore[misc]
+Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)
 
 
 class GateFormat(str, enum.Enum):
@@ -334,6 +334,8 @@ def _finish(outcome: Outcome, request: Request) -> None:
                           f"re-run with --save-baseline {request.baseline_path}")
         if gated:
             output.emit_gate(result, request.junit, outcome.session.target, problems)
+    if outcome.traceback and not outcome.interrupted:
+        typer.echo(outcome.traceback.rstrip("\n"), err=True)
     raise typer.Exit(output.exit_code(outcome.failure, outcome.interrupted or received.code,
                                       result.held or not gated, problems))
 

@@ -57,10 +57,10 @@ def function_totals(reports: Iterable[Report]) -> dict[str, Totals]:
     out: dict[str, Totals] = {}
     for report in reports:
         frame = report.functions
-        for f in frame[frame["owner"] != Owner.JAX].itertuples():
-            key = baseline_key(str(f.name), _text(f.defined_at))
-            out[key] = out.get(key, Totals()) + Totals(int(f.traces), int(f.compiles),
-                                                       float(f.compile_seconds))
+        for f in frame[frame["owner"] != Owner.JAX].to_dict("records"):
+            key = baseline_key(str(f["name"]), _text(f["defined_at"]))
+            out[key] = out.get(key, Totals()) + Totals(int(f["traces"]), int(f["compiles"]),
+                                                       float(f["compile_seconds"]))
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recompile_cli.analysis.causes import Cause
 from recompile_cli.analysis.report import Report
 from recompile_cli.gate.baseline import Totals, baseline_key, function_totals
 from recompile_cli.session.model import Owner
@@ -44,8 +45,8 @@ def diff_reports(old: Report, new: Report) -> tuple[list[FunctionChange], list[N
 
 
 def _new_causes(old: Report, new: Report) -> list[NewCause]:
-    def causes(report: Report) -> dict[tuple, list]:
-        found: dict[tuple, list] = {}
+    def causes(report: Report) -> dict[tuple[str, str, str | None], list[Cause]]:
+        found: dict[tuple[str, str, str | None], list[Cause]] = {}
         for e in report.session.events:
             if e.owner == Owner.JAX or e.depth > 0:
                 continue

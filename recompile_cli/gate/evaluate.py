@@ -186,15 +186,15 @@ def check_budget(report: Report, target: str, budget: Budget,
     functions = report.functions[report.functions["owner"].isin(owners)]
     events = _events_by_function(report)
     rows = []
-    for f in functions.itertuples():
-        if not fnmatch.fnmatchcase(str(f.name), budget.pattern):
+    for f in functions.to_dict("records"):
+        name = str(f["name"])
+        if not fnmatch.fnmatchcase(name, budget.pattern):
             continue
-        violations = tuple(_limits(report, budget, str(f.name), float(f.compile_seconds),
-                                   events.get(str(f.key), [])))
-        rows.append(BudgetRow(target, str(f.name), budget.pattern, int(f.compiles),
-                              budget.max_compiles, int(f.traces), budget.max_traces,
-                              float(f.compile_seconds), budget.max_compile_seconds,
-                              violations))
+        seconds = float(f["compile_seconds"])
+        violations = tuple(_limits(report, budget, name, seconds, events.get(str(f["key"]), [])))
+        rows.append(BudgetRow(target, name, budget.pattern, int(f["compiles"]),
+                              budget.max_compiles, int(f["traces"]), budget.max_traces,
+                              seconds, budget.max_compile_seconds, violations))
     return rows
 
 
@@ -292,12 +292,12 @@ def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
                       update_command: str) -> None:
     """More compiles than the baseline, or a new function that compiles, fails; fewer is an
     improvement; another JAX version or backend is only a warning."""
-    now_env = environment_of(reports)
+    environment = environment_of(reports)
     for name in ("jax_version", "backend"):
-        then, now = baseline.environment.get(name), now_env.get(name)
-        if then != now:
+        then, this = baseline.environment.get(name), environment.get(name)
+        if then != this:
             found.warnings.append(f"the baseline {baseline.path} was made with {name} {then}, "
-                                  f"this run has {now}: counts may differ for that reason")
+                                  f"this run has {this}: counts may differ for that reason")
     sites = {baseline_key(e.function, e.defined_at): e.call_site for r in reports
              for e in r.session.events if e.compiled}
     for key, now in function_totals(reports).items():
