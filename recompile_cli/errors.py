@@ -36,3 +36,11 @@ class SessionFileError(RecompileError):
 
 class JitOptionError(RecompileError):
     """Jit options (static_argnames/argnums, donate_*) that do not fit the target's signature."""
+
+
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM while a command runs, to stop it and report."""
