@@ -1,7 +1,8 @@
 """Errors that reach the user. Each carries the exit code the CLI returns for it.
 
-Exit codes (documented in the README): 0 ran, 1 a budget gate failed, 2 bad input (target, spec,
-file), 3 the profiled target raised. Only ``cli.py`` turns these into output.
+Exit codes (documented in the README): 0 ran, 1 a gate failed, 2 bad input (target, spec, file,
+flag) or an output that could not be written, 3 the profiled target raised or exited, 130/143
+Ctrl-C/SIGTERM. Only ``cli.app.user_errors`` turns these errors into output.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_BAD_INPUT = 2
 EXIT_TARGET_RAISED = 3
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
 
 
 class RecompileError(Exception):
@@ -36,10 +39,6 @@ class SessionFileError(RecompileError):
 
 class JitOptionError(RecompileError):
     """Jit options (static_argnames/argnums, donate_*) that do not fit the target's signature."""
-
-
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
 
 
 class Terminated(BaseException):
