@@ -386,10 +386,17 @@ class SignatureIndex:
     ``nearest`` finds the one ``diff_signatures`` says is closest (fewest differences, ties to
     the most recent) without diffing every one."""
 
+    _CACHED_PARTS = 1 << 20  # at most this many cached class parts (then the cache restarts)
+
     def __init__(self, base_context: dict[str, str]) -> None:
         self.base_context = base_context
         self.signatures: list[Signature] = []
         self._classes: dict[tuple, _Class] = {}
+        self._class_list: list[_Class] = []
+        # class parts by the new signature's arguments, structures and non-base context names:
+        # a list aligned with ``_class_list``, extended as classes appear
+        self._parts: dict[tuple, list[tuple[int, bool, frozenset[str]]]] = {}
+        self._cached = 0
 
     def __len__(self) -> int:
         return len(self.signatures)
@@ -402,24 +409,44 @@ class SignatureIndex:
         found = self._classes.get(key)
         if found is None:
             found = self._classes[key] = _Class(sig)
+            self._class_list.append(found)
         found.add(index, sig)
+
+    def _class_parts(self, new: Signature) -> list[tuple[int, bool, frozenset[str]]]:
+        base_context = self.base_context
+        new_args = frozenset(new.structure) | frozenset(new.static)
+        set_context = sorted(name for name, value in new.context.items()
+                             if value != base_context.get(name))
+        key = (new_args, frozenset(new.structure.items()), tuple(set_context))
+        parts = self._parts.get(key)
+        if parts is None:
+            if self._cached > self._CACHED_PARTS:
+                self._parts.clear()
+                self._cached = 0
+            parts = self._parts[key] = []
+        known = len(parts)
+        parts.extend(cls.part(new_args, set_context, new.structure)
+                     for cls in self._class_list[known:])
+        self._cached += len(parts) - known
+        return parts
 
     def nearest(self, new: Signature) -> int:
         """The index of the closest earlier signature (there must be one)."""
-        base_context = self.base_context
-        new_args = frozenset(new.structure) | frozenset(new.static)
-        set_context = [name for name, value in new.context.items()
-                       if value != base_context.get(name)]
-        plans = sorted(((*cls.part(new_args, set_context, new.structure), cls)
-                        for cls in self._classes.values()),
-                       key=lambda plan: (plan[0], -plan[-1].latest))
+        classes = self._class_list
+        parts = self._class_parts(new)
+        heap = [(part[0], -cls.latest, i)
+                for i, (part, cls) in enumerate(zip(parts, classes, strict=True))]
+        heapq.heapify(heap)
         best: _Key | None = None
-        for part, same_args, skipped, cls in plans:
-            if best is not None and (part, -cls.latest) >= best:
+        while heap:
+            bound, recency, i = heapq.heappop(heap)
+            if best is not None and (bound, recency) >= best:
                 break  # classes come in order of this bound: none of the rest can do better
+            cls = classes[i]
+            part, same_args, skipped = parts[i]
             group_query, leaf_query, group_floor, leaf_floor = cls.queries(
-                new, base_context, same_args, skipped)
-            if best is not None and (part + group_floor + leaf_floor, -cls.latest) >= best:
+                new, self.base_context, same_args, skipped)
+            if best is not None and (part + group_floor + leaf_floor, recency) >= best:
                 continue
             best = cls.search(part, group_query, leaf_query, leaf_floor, best)
         if best is None:

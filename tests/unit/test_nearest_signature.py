@@ -115,3 +115,11 @@ def test_indexed_nearest_equals_brute_force_on_long_histories():
         events, base = random_session(10_000 + seed, max_events=100)
         check_session(events, base)
         check_nearest(events, base)
+
+
+def test_same_answer_when_the_cache_of_class_parts_restarts(monkeypatch):
+    monkeypatch.setattr(SignatureIndex, "_CACHED_PARTS", 3)
+    for seed in range(20):
+        events, base = random_session(20_000 + seed, max_events=60)
+        check_session(events, base)
+        check_nearest(events, base)
