@@ -25,14 +25,10 @@ from handmade import session as make_session
 
 from recompile_cli.analysis.report import analyse
 from recompile_cli.gate.diff import FunctionChange, NewCause
-from recompile_cli.gate.evaluate import BudgetRow, Violation
+from recompile_cli.gate.evaluate import BudgetRow, GateResult, Violation
 from recompile_cli.render import escape, render
-from recompile_cli.render.ci import annotations, gate_summary, junit_xml
+from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
 
-try:  # the gate's results in one object (gate/evaluate.py being reworked alongside)
-    from recompile_cli.gate.evaluate import GateResult
-except ImportError:  # pragma: no cover - the signature before GateResult
-    GateResult = None
 from recompile_cli.render.csv import render_files
 from recompile_cli.render.diff import render_diff
 
@@ -208,7 +204,7 @@ def _github_decode(text: str) -> str:
 
 def test_annotations_are_one_workflow_command_each():
     plain = Violation("g", "fail_on", "g: 1 event(s)", None)
-    lines = annotations([HOSTILE_VIOLATION, plain])
+    lines = github_annotations([HOSTILE_VIOLATION, plain])
     assert len(lines) == 2
     for line in lines:
         assert line.startswith("::error ") and "\n" not in line and "\r" not in line
@@ -230,17 +226,12 @@ def _rows():
 
 
 def _summary(rows, violations, improvements=(), warnings=(), markdown=False) -> str:
-    if GateResult is None:
-        return gate_summary(list(rows), list(violations), list(improvements), list(warnings),
-                            markdown=markdown)
     return gate_summary(GateResult(rows=tuple(rows), violations=tuple(violations),
                                    improvements=tuple(improvements), warnings=tuple(warnings)),
                         markdown=markdown)
 
 
 def _junit(rows, violations, suite) -> str:
-    if GateResult is None:
-        return junit_xml(list(rows), list(violations), suite)
     return junit_xml(GateResult(rows=tuple(rows), violations=tuple(violations)), suite)
 
 

@@ -141,7 +141,7 @@ def save_session(session: Session, path: Path | None, problems: Problems) -> Non
 def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Problems,
               markdown: bool = False) -> None:
     """Print the gate's results (when there are any) and write its CI outputs."""
-    from recompile_cli.render.ci import annotations, gate_summary, junit_xml
+    from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
 
     if not result.empty:
         typer.echo("")
@@ -149,7 +149,7 @@ def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Prob
     if junit is not None:
         write_file(junit, junit_xml(result, suite), "JUnit XML", problems)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        for line in annotations(result.every_violation):
+        for line in github_annotations(result.every_violation):
             typer.echo(line)
     if not result.empty:
         _step_summary(lambda: gate_summary(result, markdown=True))

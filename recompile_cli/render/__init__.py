@@ -1,45 +1,42 @@
-"""Renderers: each turns a ``Report`` into text. Pick one by name or by output file extension."""
+"""Renderers: each turns a ``Report`` into text. Pick one by name (``registry.FORMATS``) or by
+an output file's extension (``registry.guess_format``).
+
+Renderer modules are imported when first used, so that naming the formats (``--help``) loads
+neither pandas nor any renderer.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from recompile_cli.analysis.report import Report
-from recompile_cli.render import chrome_trace, csv, html, json_report, table
-from recompile_cli.render.escape import finite
+from recompile_cli.render.registry import FORMATS, guess_format
 
+if TYPE_CHECKING:
+    from recompile_cli.analysis.report import Report
 
-def _strict_json(report: Report, show_all: bool = False) -> str:
-    """The JSON report with any NaN or infinity (a location pandas left missing, a time from an
-    edited session) written as ``null``: ``NaN`` is not JSON, and strict readers reject it."""
-    text = json_report.render(report, show_all=show_all)
-    if "NaN" not in text and "Infinity" not in text:
-        return text
-    return json.dumps(finite(json.loads(text)), indent=2, allow_nan=False) + "\n"
+__all__ = ["FORMATS", "guess_format", "render", "renderer"]
 
-
-RENDERERS: dict[str, Callable[..., str]] = {
-    "table": table.render,
-    "json": _strict_json,
-    "markdown": table.render_markdown,
-    "csv": csv.render,
-    "chrome-trace": chrome_trace.render,
-    "html": html.render,
+# format -> (module in this package, function): each function is render(report, show_all) -> str
+_RENDERERS = {
+    "table": ("table", "render"),
+    "json": ("json_report", "render"),
+    "markdown": ("table", "render_markdown"),
+    "csv": ("csv", "render"),
+    "chrome-trace": ("chrome_trace", "render"),
+    "html": ("html", "render"),
 }
-_EXTENSIONS = {".trace.json": "chrome-trace", ".json": "json", ".txt": "table",
-               ".md": "markdown", ".csv": "csv", ".html": "html", ".htm": "html"}
+assert tuple(_RENDERERS) == FORMATS
 
 
-def guess_format(path: str | None) -> str | None:
-    """The format implied by an output file's extension, if any."""
-    if not path:
-        return None
-    for extension, name in _EXTENSIONS.items():
-        if str(path).lower().endswith(extension):
-            return name
-    return None
+def renderer(fmt: str) -> Callable[..., str]:
+    """The function that renders ``fmt`` (one of ``FORMATS``)."""
+    module, function = _RENDERERS[fmt]
+    found: Callable[..., str] = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    return found
 
 
 def render(report: Report, fmt: str, show_all: bool = False) -> str:
-    return RENDERERS[fmt](report, show_all=show_all)
+    """The report as text in ``fmt``; ``show_all`` lists JAX's and libraries' functions too."""
+    return renderer(fmt)(report, show_all=show_all)

@@ -11,13 +11,12 @@ Strict JSON: a time that is not a finite number (from an edited saved session) i
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from recompile_cli.analysis.causes import FIRST_COMPILE
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render.escape import finite
+from recompile_cli.fileio import strict_json
 from recompile_cli.session.model import Event, function_key
 
 _PID = 1
@@ -25,7 +24,7 @@ _US = 1e6
 
 
 def render(report: Report, show_all: bool = False) -> str:
-    return json.dumps(finite(trace_events(report)), indent=1, allow_nan=False) + "\n"
+    return strict_json(trace_events(report), indent=1) + "\n"
 
 
 def trace_events(report: Report) -> dict[str, Any]:

@@ -14,15 +14,16 @@ from collections.abc import Iterable
 from tabulate import tabulate
 
 from recompile_cli.capture.frames import relative
-from recompile_cli.gate.evaluate import BudgetRow, Violation
+from recompile_cli.gate.evaluate import GateResult, Violation
 from recompile_cli.render import escape
 
 
-def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvements: list[str],
-                 warnings: list[str], markdown: bool = False) -> str:
+def gate_summary(result: GateResult, markdown: bool = False) -> str:
+    """The gate's verdict, a budget-against-actual table, then violations, targets that
+    raised, improvements and warnings."""
     heading = "### {}" if markdown else "{}"
     show = escape.markdown if markdown else escape.terminal
-    held = not violations and all(row.ok for row in rows)
+    rows, held = result.rows, result.held
     lines = [("**" if markdown else "") + f"recompile-cli gate: {'passed' if held else 'FAILED'}"
              + ("**" if markdown else ""), ""]
     if rows:
@@ -35,15 +36,19 @@ def gate_summary(rows: list[BudgetRow], violations: list[Violation], improvement
                                               "compile s", "status"],
                               tablefmt="github" if markdown else "simple",
                               disable_numparse=True))
-    every = [v for row in rows for v in row.violations] + list(violations)
+    every = result.every_violation
     if every:
         lines += ["", heading.format("Violations")]
         lines += [f"- {show(v.message)}" for v in every]
-    if improvements:
+    if result.errors:
+        lines += ["", heading.format("Targets that raised (the gate cannot pass)")]
+        lines += [f"- {show(e.target)}: {show(e.message)}" for e in result.errors]
+    if result.improvements:
         lines += ["", heading.format("Improvements")] + [f"- {show(text)}"
-                                                         for text in improvements]
-    if warnings:
-        lines += ["", heading.format("Warnings")] + [f"- {show(text)}" for text in warnings]
+                                                         for text in result.improvements]
+    if result.warnings:
+        lines += ["", heading.format("Warnings")] + [f"- {show(text)}"
+                                                     for text in result.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -51,13 +56,16 @@ def _limit(actual: object, limit: object) -> str:
     return f"{actual}" if limit is None else f"{actual} / {limit}"
 
 
-def junit_xml(rows: list[BudgetRow], violations: list[Violation], suite: str) -> str:
-    """One ``testcase`` per budgeted function, plus one per gate violation outside a budget."""
+def junit_xml(result: GateResult, suite: str) -> str:
+    """One ``testcase`` per budgeted function, one per gate violation outside a budget, and one
+    with an ``error`` element per target that raised."""
     cases: list[tuple[str, str, list[Violation]]] = [
-        (row.target, row.function, list(row.violations)) for row in rows]
-    cases += [(suite, f"{v.function} ({v.rule})", [v]) for v in violations]
-    root = ET.Element("testsuite", name=escape.xml(suite), tests=str(len(cases)),
-                      failures=str(sum(1 for *_, found in cases if found)))
+        (row.target, row.function, list(row.violations)) for row in result.rows]
+    cases += [(suite, f"{v.function} ({v.rule})", [v]) for v in result.violations]
+    root = ET.Element("testsuite", name=escape.xml(suite),
+                      tests=str(len(cases) + len(result.errors)),
+                      failures=str(sum(1 for *_, found in cases if found)),
+                      errors=str(len(result.errors)))
     for classname, name, found in cases:
         case = ET.SubElement(root, "testcase", classname=escape.xml(classname),
                              name=escape.xml(name))
@@ -65,11 +73,17 @@ def junit_xml(rows: list[BudgetRow], violations: list[Violation], suite: str) ->
             failure = ET.SubElement(case, "failure", type=escape.xml(v.rule),
                                     message=escape.xml(v.message))
             failure.text = escape.xml(v.message)
+    for error in result.errors:
+        case = ET.SubElement(root, "testcase", classname=escape.xml(error.target),
+                             name=escape.xml(f"{error.target} (ran)"))
+        element = ET.SubElement(case, "error", type="target_raised",
+                                message=escape.xml(error.message))
+        element.text = escape.xml(error.message)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def annotations(violations: Iterable[Violation]) -> list[str]:
+def github_annotations(violations: Iterable[Violation]) -> list[str]:
     """GitHub Actions workflow commands placing each violation at the user's call site, one
     line each: property values and the message are escaped as GitHub unescapes them."""
     out = []

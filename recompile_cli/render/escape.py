@@ -13,7 +13,6 @@ text meant for people; a missing value (``None``, ``NaN``, ``pd.NA``) is an empt
 
 from __future__ import annotations
 
-import math
 import numbers
 import re
 from html import escape as _html_escape
@@ -149,13 +148,3 @@ def html(value: Any) -> str:
 
 
 # -- JSON -------------------------------------------------------------------------------------
-
-def finite(data: Any) -> Any:
-    """``data`` with every NaN or infinite float replaced by ``None`` (strict JSON has neither)."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {key: finite(value) for key, value in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [finite(value) for value in data]
-    return data

@@ -28,12 +28,12 @@ def to_dict(report: Report) -> dict[str, Any]:
     causes = report.cause_table.to_dict(orient="records")
     for row in causes:
         row["count"], row["first_event"] = int(row["count"]), int(row["first_event"])
-    for event, data in zip(report.session.events, saved["events"]):
+    for event, data in zip(report.session.events, saved["events"], strict=True):
         explained = [asdict(c) for c in report.causes[event.seq]]
         data["kind"] = event_kind(event)
         data["cause"] = explained[0]
         data["causes"] = explained
-    return jsonable({
+    report_data: dict[str, Any] = jsonable({
         "schema_version": saved["schema_version"],
         "environment": saved["environment"],
         "target": saved["target"],
@@ -48,3 +48,4 @@ def to_dict(report: Report) -> dict[str, Any]:
         "calls": saved["calls"],
         "base_context": saved["base_context"],
     })
+    return report_data
