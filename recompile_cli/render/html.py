@@ -20,6 +20,7 @@ from recompile_cli.render.table import (
     function_rows,
     hidden_functions,
     location,
+    warnings,
 )
 from recompile_cli.session.model import function_key
 
@@ -58,9 +59,10 @@ def render(report: Report, show_all: bool = False) -> str:
         sections += ["<h2>Suggestions</h2>", "<ul>" + "".join(
             f"<li><b>{escape(s.function)}</b>: {escape(s.message)}</li>"
             for s in report.suggestions) + "</ul>"]
-    if session.warnings:
+    notes = warnings(report)
+    if notes:
         sections += ["<h2>Warnings</h2>", "<ul>" + "".join(
-            f"<li>{escape(w)}</li>" for w in session.warnings) + "</ul>"]
+            f"<li>{escape(w)}</li>" for w in notes) + "</ul>"]
     return _PAGE.format(title=escape(f"recompile-cli: {session.target}"),
                         body="\n".join(sections))
 

@@ -65,10 +65,20 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> s
                   for s in report.suggestions]
     if session.target_exception:
         lines += ["", f"The target raised: {show(session.target_exception)}"]
-    if session.warnings:
+    notes = warnings(report)
+    if notes:
         lines += ["", style.heading.format("Warnings")]
-        lines += [f"{style.bullet}{show(w)}" for w in session.warnings]
+        lines += [f"{style.bullet}{show(w)}" for w in notes]
     return "\n".join(lines) + "\n"
+
+
+def warnings(report: Report) -> list[str]:
+    """The session's warnings, then advice on each stale capture (kept as data in the session)."""
+    return list(report.session.warnings) + [
+        f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
+        f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
+        f"{s.traced_value}. Pass it as an argument (static if it changes the program)."
+        for s in report.session.stale_captures]
 
 
 Table = tuple[list[str], list[list]]
