@@ -119,7 +119,7 @@ def test_indexed_nearest_equals_brute_force_on_long_histories():
 
 def test_same_answer_when_the_cache_of_class_parts_restarts(monkeypatch):
     monkeypatch.setattr(SignatureIndex, "_CACHED_PARTS", 3)
-    for seed in range(20):
-        events, base = random_session(20_000 + seed, max_events=60)
+    for seed in range(8):
+        events, base = random_session(20_000 + seed, max_events=50)
         check_session(events, base)
         check_nearest(events, base)
