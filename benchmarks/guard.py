@@ -1,0 +1,105 @@
+"""Hot-path cost of the runtime guard, measured side by side in one process.
+
+1. Cached calls of a small jitted function (``x + 1`` on f32[10]) with ``install_guard()`` on
+   and off. Conditions alternate within each repetition and the ratio is the median of the
+   per-repetition ratios (paired), so machine noise cancels. Goal: <= 1.02.
+2. The same with ``warmup_calls`` (the function is jitted while the guard is installed, so its
+   calls go through the counting wrapper): the one configuration with Python on the hot path.
+3. A miss (new shape: trace + lower + compile) with and without the guard.
+
+    python benchmarks/guard.py [--reps 30] [--calls 5000] [--recompiles 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax
+import jax.numpy as jnp
+
+import recompile_cli
+
+
+def cached_call_seconds(f, x, calls: int) -> float:
+    f(x).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = f(x)
+    out.block_until_ready()
+    return (time.perf_counter() - start) / calls
+
+
+def paired(reps: int, measure) -> tuple[float, float, float]:
+    """Median seconds off, on, and the median of the paired on/off ratios."""
+    off, on, ratios = [], [], []
+    for rep in range(reps):
+        order = (False, True) if rep % 2 == 0 else (True, False)
+        measured = {flag: measure(flag) for flag in order}
+        off.append(measured[False])
+        on.append(measured[True])
+        ratios.append(measured[True] / measured[False])
+    return statistics.median(off), statistics.median(on), statistics.median(ratios)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--recompiles", type=int, default=20)
+    args = parser.parse_args()
+    x = jnp.ones(10)
+
+    f = jax.jit(lambda v: v + 1)
+
+    def guarded_call(on: bool) -> float:
+        if not on:
+            return cached_call_seconds(f, x, args.calls)
+        handle = recompile_cli.install_guard(max_compiles=1, on="raise")
+        try:
+            return cached_call_seconds(f, x, args.calls)
+        finally:
+            handle.uninstall()
+
+    off, on, ratio = paired(args.reps, guarded_call)
+    print(f"cached call, no guard:       {off * 1e6:8.3f} us/call (median)")
+    print(f"cached call, guard on:       {on * 1e6:8.3f} us/call (median)")
+    print(f"guard cached-call ratio (paired median over {args.reps} reps): {ratio:.3f} "
+          f"({'OK' if ratio <= 1.02 else 'ABOVE'} the 1.02 goal)")
+
+    warm = recompile_cli.install_guard(max_compiles=1, warmup_calls=3, on="raise")
+    counted = jax.jit(lambda v: v + 1)  # jitted under the guard: its calls are counted
+    try:
+        off, on, ratio = paired(args.reps, lambda flag: cached_call_seconds(
+            counted if flag else f, x, args.calls))
+    finally:
+        warm.uninstall()
+    print(f"with warmup_calls (counting wrapper): {on * 1e6:.3f} vs {off * 1e6:.3f} us/call, "
+          f"ratio {ratio:.3f}")
+
+    g = jax.jit(lambda v: jnp.sin(v) * 2 + v.sum())
+    size = [1000]
+
+    def miss(on: bool) -> float:
+        size[0] += 1  # a new shape: a real trace + lower + compile every time
+        v = jnp.ones((size[0],))
+        handle = recompile_cli.install_guard(max_compiles=10 ** 6, on="raise") if on else None
+        try:
+            start = time.perf_counter()
+            g(v).block_until_ready()
+            return time.perf_counter() - start
+        finally:
+            if handle is not None:
+                handle.uninstall()
+
+    off, on, ratio = paired(args.recompiles, miss)
+    print(f"miss (trace+lower+compile), no guard: {off * 1e3:.3f} ms, guard on: "
+          f"{on * 1e3:.3f} ms, ratio {ratio:.3f} ({(on - off) * 1e3:+.2f} ms per miss)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,533 @@
+"""A runtime guard for long jobs: fail fast, at the call that recompiled, with the cause.
+
+::
+
+    with recompile_cli.guard(max_compiles=1, on="raise"):
+        for batch in loader:
+            state = train_step(state, batch)      # raises RecompileLimitExceeded on a 2nd compile
+
+    handle = recompile_cli.install_guard(max_compiles={"train_*": 1}, on="warn")
+    ...
+    handle.uninstall()
+
+The guard is a ``Recorder`` (the same one as the command line's) that, each time one of the
+guarded functions finishes a backend compile, counts it and, beyond the limit, analyses that
+function's events with the CLI's analysis: cause, argument, ``before -> after`` and suggestion.
+It then acts in the user's call, on the thread that compiled:
+
+* ``on="warn"``: a ``RecompileWarning`` (a ``UserWarning``) attributed to the user's file and
+  line, so ``warnings.filterwarnings`` / ``-W error::recompile_cli.guard.RecompileWarning`` apply;
+* ``on="log"``: a WARNING record on the logger ``recompile_cli.guard`` (with the user's file and
+  line, and the ``GuardViolation`` as ``record.recompile``);
+* ``on="raise"``: ``RecompileLimitExceeded`` (a ``RuntimeError``) out of the jitted call that
+  recompiled.
+
+How the exception reaches the call (checked on JAX 0.10.2 and 0.12): JAX's ``jax.monitoring``
+sends the backend-compile duration event from the ``with`` that times the compile, inside the
+call's cache-miss path, without catching what a listener raises. The guard raises from that
+listener, after the recorder has finished the event. The exception propagates out of JAX's
+compile cache (which does not store the executable: nothing is half-cached) and out of the
+jitted call; JAX stays usable, and the next call with the same arguments compiles, and raises,
+again. The recorder's private tracing hooks catch what their observers raise, so raising there
+would be swallowed; the guard never does. Listeners registered after the guard's (another
+recorder started inside the guard) miss that one compile event.
+
+Cost: nothing on cached calls (JAX calls none of this on a cache hit). ``warmup_calls`` is the
+exception: calls are counted by wrapping the functions that are jitted while the guard is
+installed (as ``recompile-cli run --count-calls`` does, ~1-3 us per call); a function jitted
+before, e.g. at import, is not counted, and its compiles count from the first.
+
+Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guard
+train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
+installed; ``install_guard()`` without arguments reads the same variable. Its syntax::
+
+    RECOMPILE_CLI_GUARD = MODE [":" ITEM ("," ITEM)*]
+    MODE = warn | raise | log | off
+    ITEM = N                    every user function: at most N compiles (default 1)
+         | GLOB "=" N           functions whose name matches GLOB: at most N compiles
+         | "warmup_calls=" N    compiles during a function's first N calls are not counted
+
+e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``. Importing
+``recompile_cli`` never reads it: nothing happens unless the guard is asked for.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import re
+import sys
+import threading
+import types
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Any, Literal
+
+from recompile_cli.capture import frames
+from recompile_cli.capture.recorder import Recorder
+from recompile_cli.session.model import Event, Owner, Session, function_key
+
+__all__ = ["ENV_VAR", "Guard", "GuardConfig", "GuardViolation", "RecompileLimitExceeded",
+           "RecompileWarning", "guard", "install_guard", "main", "parse_guard_spec"]
+
+ENV_VAR = "RECOMPILE_CLI_GUARD"
+LOGGER_NAME = "recompile_cli.guard"
+logger = logging.getLogger(LOGGER_NAME)
+
+Mode = Literal["warn", "raise", "log"]
+_MODES = ("warn", "raise", "log")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardViolation:
+    """One compile beyond a guarded function's limit, explained.
+
+    Attributes:
+        function: the function's name; ``defined_at`` its ``file:line``.
+        compiles: its compiles counted so far, this one included; ``limit`` the allowed number.
+        cause: the primary cause code (``shape``, ``dtype``, ``static_value``...), with the
+            ``argument`` and its value ``before`` -> ``after`` where known, and ``detail``.
+        call_site: ``file:line`` of the user's call that compiled.
+        suggestion: how to avoid it, where the analysis has one.
+        message: all of it in one paragraph, as warned, logged or raised.
+    """
+
+    function: str
+    defined_at: str | None
+    compiles: int
+    limit: int
+    cause: str
+    argument: str | None
+    before: str | None
+    after: str | None
+    detail: str
+    call_site: str | None
+    suggestion: str | None
+    message: str
+
+
+class RecompileWarning(UserWarning):
+    """Warned by ``guard(on="warn")`` when a function compiles beyond its limit.
+
+    ``.violation`` holds the ``GuardViolation``.
+    """
+
+    def __init__(self, violation: GuardViolation) -> None:
+        super().__init__(violation.message)
+        self.violation = violation
+
+
+class RecompileLimitExceeded(RuntimeError):
+    """Raised by ``guard(on="raise")`` from the jitted call that compiled beyond the limit.
+
+    ``.violation`` holds the ``GuardViolation``.
+    """
+
+    def __init__(self, violation: GuardViolation) -> None:
+        super().__init__(violation.message)
+        self.violation = violation
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.violation,))
+
+
+@dataclass(frozen=True, slots=True)
+class GuardConfig:
+    """What a guard checks (see ``guard``); ``parse_guard_spec`` makes one from the
+    environment variable's syntax."""
+
+    max_compiles: int | Mapping[str, int] = 1
+    warmup_calls: int = 0
+    on: Mode = "warn"
+    functions: tuple[str, ...] | None = None
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        if self.on not in _MODES:
+            raise ValueError(f"on={self.on!r}: use one of {', '.join(_MODES)}")
+        limits = (self.max_compiles.values() if isinstance(self.max_compiles, Mapping)
+                  else [self.max_compiles])
+        for value in [*limits, self.warmup_calls]:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{value!r} is not a limit: max_compiles and warmup_calls "
+                                 "are non-negative integers")
+
+    def limit_of(self, name: str, owner: str) -> int | None:
+        """The compile limit of the function ``name``, or None when it is not guarded.
+
+        Without globs only your functions are guarded; a glob (in ``functions`` or as a key
+        of ``max_compiles``) also matches installed libraries' functions, never JAX's own.
+        """
+        if owner == Owner.JAX:
+            return None
+        if isinstance(self.max_compiles, Mapping):
+            for pattern, limit in self.max_compiles.items():
+                if fnmatch.fnmatchcase(name, pattern):
+                    return limit
+            return None
+        if self.functions is None:
+            return self.max_compiles if owner == Owner.USER else None
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.functions):
+            return self.max_compiles
+        return None
+
+
+class Guard:
+    """An installed (or installable) guard; ``guard()`` and ``install_guard()`` make one.
+
+    Use it as a context manager, or call ``install()`` / ``uninstall()``. ``violations`` lists
+    what it found; ``session()`` is everything its recorder saw, for ``recompile_cli.analyse``.
+    """
+
+    def __init__(self, config: GuardConfig) -> None:
+        self.config = config
+        self.violations: list[GuardViolation] = []
+        self._recorder: _GuardRecorder | None = None
+        self._stopped: _GuardRecorder | None = None  # the recorder of the last installation
+        self._counter: Any = None
+
+    @property
+    def installed(self) -> bool:
+        return self._recorder is not None
+
+    def install(self) -> Guard:
+        """Start guarding (does nothing when the config is disabled or already installed)."""
+        if self._recorder is not None or not self.config.enabled:
+            return self
+        recorder = _GuardRecorder(self)
+        recorder.start()
+        self._recorder = recorder
+        if self.config.warmup_calls:
+            from recompile_cli.capture.counting import CallCounter
+
+            self._counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
+                                        recorder.calls)
+            self._counter.__enter__()
+        return self
+
+    def uninstall(self) -> None:
+        """Stop guarding and restore JAX (and ``jax.jit`` when ``warmup_calls`` wrapped it)."""
+        recorder, self._recorder = self._recorder, None
+        if self._counter is not None:
+            self._counter.__exit__(None, None, None)
+            self._counter = None
+        if recorder is not None:
+            recorder.stop()
+            self._stopped = recorder
+
+    def session(self) -> Session:
+        """A frozen ``Session`` of what the guard recorded (so far, or until uninstalled)."""
+        recorder = self._recorder or self._stopped
+        if recorder is None:
+            raise RuntimeError("the guard was never installed")
+        return recorder.session if recorder.session is not None else recorder.snapshot()
+
+    def __enter__(self) -> Guard:
+        return self.install()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.uninstall()
+
+    def __repr__(self) -> str:
+        state = "installed" if self.installed else "not installed"
+        return f"<recompile_cli.Guard {state} {self.config!r}, {len(self.violations)} violations>"
+
+    # -- called by the recorder on the compiling thread --------------------------------------
+    def _act(self, violation: GuardViolation, user_frame: types.FrameType | None) -> None:
+        self.violations.append(violation)
+        mode = self.config.on
+        if mode == "raise":
+            raise RecompileLimitExceeded(violation)
+        if mode == "log":
+            stacklevel = _stacklevel(user_frame)
+            logger.warning("%s", violation.message, extra={"recompile": violation},
+                           stacklevel=stacklevel)
+            return
+        if user_frame is None:
+            warnings.warn(RecompileWarning(violation), stacklevel=2)
+            return
+        module_globals = user_frame.f_globals
+        registry = module_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(RecompileWarning(violation), RecompileWarning,
+                               user_frame.f_code.co_filename, user_frame.f_lineno,
+                               module=module_globals.get("__name__", "__main__"),
+                               registry=registry, module_globals=module_globals)
+
+
+class _GuardRecorder(Recorder):
+    """The recorder with a check each time a top-level compile is complete.
+
+    The check runs in ``_emit`` (inside the recorder's error guard: a bug there cannot break
+    the user's program); what to do is kept for the thread and done in ``_on_duration`` after
+    the recorder's own handling, outside that guard, so that a raise reaches the caller.
+    """
+
+    def __init__(self, owner: Guard) -> None:
+        super().__init__("recompile_cli.guard")
+        self._guard = owner
+        self._compiles: dict[str, int] = {}
+        self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
+        self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
+        self._checked: set[int] = set()
+        self._pending = threading.local()
+        self._count_lock = threading.Lock()
+
+    def _emit(self, draft: Any) -> None:
+        super()._emit(draft)
+        if not draft.compiled or draft.depth or draft.id in self._checked:
+            return
+        self._checked.add(draft.id)
+        config = self._guard.config
+        limit = config.limit_of(draft.function, draft.owner)
+        if limit is None:
+            return
+        key = self._key_of(draft)
+        if config.warmup_calls:
+            calls = self.calls.get(key)
+            if calls is not None and calls <= config.warmup_calls:
+                return  # during the function's first warmup_calls calls
+        with self._count_lock:
+            count = self._compiles[key] = self._compiles.get(key, 0) + 1
+        if count > limit:
+            self._pending.violation = (draft.id, key, count, limit)
+
+    def _key_of(self, draft: Any) -> str:
+        """The function key of a draft. A compile without a re-trace or lowering of its own
+        (the same arguments again after a compile that raised) has no ``defined_at``: it
+        belongs to the one function of that name seen before, when there is one."""
+        if draft.defined_at is not None:
+            key = function_key(draft.function, draft.defined_at)
+            known = self._keys_by_name.setdefault(draft.function, key)
+            if known is not None and known != key:
+                self._keys_by_name[draft.function] = None
+            return key
+        return (self._keys_by_name.get(draft.function)
+                or function_key(draft.function, draft.defined_at))
+
+    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+        super()._on_duration(event, duration, **kwargs)
+        pending = getattr(self._pending, "violation", None)
+        if pending is None:
+            return
+        self._pending.violation = None
+        user_frame = _user_frame(sys._getframe(1))
+        draft_id, key, count, limit = pending
+        try:
+            violation = self._explain(draft_id, key, count, limit, user_frame)
+        except Exception as exc:  # never turn a bug of ours into the user's error
+            self._on_internal_error(exc)
+            return
+        self._guard._act(violation, user_frame)
+
+    def _explain(self, draft_id: int, key: str, count: int, limit: int,
+                 user_frame: types.FrameType | None) -> GuardViolation:
+        """Analyse this function's events (the CLI's analysis) to explain compile ``draft_id``."""
+        from recompile_cli.analysis.report import analyse
+        from recompile_cli.gate.evaluate import describe
+
+        with self._lock:
+            draft = self._drafts[draft_id]
+        previous = self._explained.get(key)
+        if draft.defined_at is None and not draft.traced and previous is not None:
+            violation, described = previous
+            message = (f"recompile-cli guard: {violation.function} compiled {count} times, "
+                       f"limit {limit}. This compile repeats one that already exceeded the limit "
+                       f"(JAX keeps no executable of a compile whose call raised): {described}.")
+            return replace(violation, compiles=count, message=message)
+        session = self.snapshot()
+        events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
+        report = analyse(replace(session, events=tuple(events)))
+        event = _event_of(events, draft)
+        cause = report.primary(event)
+        call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
+                     if user_frame is not None else event.call_site)
+        suggestion = next((s.message for s in report.suggestions if s.code == cause.code),
+                          None)
+        described = describe(report, [replace(event, call_site=call_site)])
+        warmup = ""
+        if self._guard.config.warmup_calls and key not in self.calls:
+            warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
+                      "guard was installed, so its calls are not counted)")
+        message = (f"recompile-cli guard: {event.function} compiled {count} times, limit "
+                   f"{limit}{warmup}. This compile: {described}.")
+        if suggestion:
+            message += f" Suggestion: {suggestion}"
+        violation = GuardViolation(
+            function=event.function, defined_at=event.defined_at, compiles=count,
+            limit=limit, cause=str(cause.code), argument=cause.argument, before=cause.before,
+            after=cause.after, detail=cause.detail, call_site=call_site,
+            suggestion=suggestion, message=message)
+        self._explained[key] = (violation, described)
+        return violation
+
+
+def _event_of(events: Sequence[Event], draft: Any) -> Event:
+    """The frozen event of a draft: ``snapshot`` numbers events by start time, so find it by
+    its function and start rather than by number."""
+    start = max(draft.start, 0.0)
+    for event in reversed(events):
+        if event.compiled and event.function == draft.function and event.start_seconds == start:
+            return event
+    return [e for e in events if e.compiled][-1]
+
+
+def _user_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame of the user's code on the stack (the call that compiled)."""
+    while frame is not None:
+        if frames.is_user_file(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _stacklevel(user_frame: types.FrameType | None) -> int:
+    """The ``stacklevel`` that makes ``logging`` attribute a record to ``user_frame``."""
+    if user_frame is None:
+        return 1
+    level = 1
+    frame: types.FrameType | None = sys._getframe(1)  # our caller calls logger.warning
+    while frame is not None and frame is not user_frame:
+        level += 1
+        frame = frame.f_back
+    return level if frame is not None else 1
+
+
+# -- making guards ---------------------------------------------------------------------------------
+def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
+          on: Mode = "warn", functions: Iterable[str] | None = None) -> Guard:
+    """A guard to use as a context manager: ``with recompile_cli.guard(...): train()``.
+
+    It does not clear JAX's caches: functions already compiled before it count from their
+    next compile.
+
+    Args:
+        max_compiles: the most compiles allowed per function; or a mapping from function-name
+            globs to limits (only matching functions are guarded; first match wins).
+        warmup_calls: compiles during a function's first N calls are not counted (needs the
+            function to be jitted while the guard is installed; see the module docstring).
+        on: ``"warn"`` (``RecompileWarning``), ``"raise"`` (``RecompileLimitExceeded``) or
+            ``"log"`` (logger ``recompile_cli.guard``).
+        functions: guard only functions whose name matches one of these globs (default: all
+            of your functions).
+
+    Returns:
+        A ``Guard``, installed when the ``with`` block starts.
+    """
+    return Guard(GuardConfig(max_compiles=_limits(max_compiles), warmup_calls=warmup_calls,
+                             on=on, functions=None if functions is None else tuple(functions)))
+
+
+def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
+                  warmup_calls: int | None = None, on: Mode | None = None,
+                  functions: Iterable[str] | None = None) -> Guard:
+    """Install a guard now and return its handle (``.uninstall()`` removes it).
+
+    Without arguments the configuration comes from the environment variable
+    ``RECOMPILE_CLI_GUARD`` (``off`` installs nothing; unset means ``warn``, at most one
+    compile per function); arguments given override it.
+    """
+    config = parse_guard_spec(os.environ.get(ENV_VAR, ""))
+    changes: dict[str, Any] = {}
+    if max_compiles is not None:
+        changes["max_compiles"] = _limits(max_compiles)
+    if warmup_calls is not None:
+        changes["warmup_calls"] = warmup_calls
+    if on is not None:
+        changes["on"] = on
+    if functions is not None:
+        changes["functions"] = tuple(functions)
+    if changes:
+        changes["enabled"] = True
+    return Guard(replace(config, **changes)).install()
+
+
+def _limits(value: int | Mapping[str, int]) -> int | Mapping[str, int]:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+_ITEM = re.compile(r"^(?:(?P<n>\d+)|(?P<glob>[^=]+)=(?P<limit>\d+))$")
+
+
+def parse_guard_spec(text: str) -> GuardConfig:
+    """A ``GuardConfig`` from ``RECOMPILE_CLI_GUARD``'s syntax (see the module docstring).
+
+    Raises:
+        ValueError: naming the variable, the bad part and the syntax.
+    """
+    text = text.strip()
+    if not text:
+        return GuardConfig()
+    mode, _, items = text.partition(":")
+    mode = mode.strip().lower()
+    if mode == "off":
+        return GuardConfig(enabled=False)
+    if mode not in _MODES:
+        raise ValueError(_spec_error(text, f"unknown mode {mode!r}"))
+    max_compiles: int = 1
+    globs: dict[str, int] = {}
+    warmup = 0
+    for item in filter(None, (part.strip() for part in items.split(","))):
+        match = _ITEM.match(item)
+        if match is None:
+            raise ValueError(_spec_error(text, f"cannot read {item!r}"))
+        if match["n"] is not None:
+            max_compiles = int(match["n"])
+        elif match["glob"].strip() == "warmup_calls":
+            warmup = int(match["limit"])
+        else:
+            globs[match["glob"].strip()] = int(match["limit"])
+    return GuardConfig(max_compiles=globs or max_compiles, warmup_calls=warmup,
+                       on=mode)  # type: ignore[arg-type]
+
+
+def _spec_error(text: str, problem: str) -> str:
+    return (f"{ENV_VAR}={text!r}: {problem}. Use MODE[:ITEM,...] with MODE warn, raise, log "
+            "or off and ITEMs N (every function: at most N compiles), GLOB=N (functions "
+            "matching GLOB) or warmup_calls=N, e.g. raise:train_*=1,warmup_calls=2")
+
+
+# -- python -m recompile_cli.guard SCRIPT [ARGS] ---------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
+    import runpy
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guard "
+              "SCRIPT [ARGS...]\n\n" + (__doc__ or "").split("Without code changes:")[1].strip())
+        return 0 if args else 2
+    try:
+        handle = install_guard()
+    except ValueError as exc:
+        print(f"recompile_cli.guard: {exc}", file=sys.stderr)
+        return 2
+    script = args[0]
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        handle.uninstall()
+        sys.argv[:], sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+class _CallableModule(types.ModuleType):
+    """``recompile_cli.guard`` is both this module and the ``guard()`` function: whichever
+    of the two the package attribute holds (importing the submodule rebinds it), calling it
+    makes a guard."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Guard:
+        return guard(*args, **kwargs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+elif __name__ == "recompile_cli.guard":
+    sys.modules[__name__].__class__ = _CallableModule
+
