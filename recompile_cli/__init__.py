@@ -1,11 +1,73 @@
 """recompile-cli: a recompilation profiler for JAX.
 
 Capture (``Recorder``) -> frozen ``Session`` -> ``analyse`` -> renderers and gates.
+
+From Python: ``record()`` (a context manager and decorator), ``analyse``, ``load_session`` /
+``save_session``, and the runtime ``guard()`` / ``install_guard()``. In Jupyter:
+``%load_ext recompile_cli`` adds the ``%recompiles`` / ``%%recompiles`` magics. Importing the
+package stays cheap and has no side effects: JAX, pandas and IPython are imported on first use.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from recompile_cli.session.model import Session
 
+if TYPE_CHECKING:
+    from recompile_cli.api import (
+        Frames,
+        RecompileReport,
+        Recording,
+        analyse,
+        load_session,
+        record,
+        save_session,
+        to_pandas,
+    )
+    from recompile_cli.guard import (
+        Guard,
+        GuardViolation,
+        RecompileLimitExceeded,
+        RecompileWarning,
+        guard,
+        install_guard,
+    )
+
 __version__ = "0.1.0"
-__all__ = ["Session", "__version__"]
+__all__ = ["Frames", "Guard", "GuardViolation", "RecompileLimitExceeded", "RecompileReport",
+           "RecompileWarning", "Recording", "Session", "__version__", "analyse", "guard",
+           "install_guard", "load_ipython_extension", "load_session", "record",
+           "save_session", "to_pandas", "unload_ipython_extension"]
+
+# Public names -> the module that defines them, imported on first access.
+_LAZY = {
+    **dict.fromkeys(["Frames", "RecompileReport", "Recording", "analyse", "load_session",
+                     "record", "save_session", "to_pandas"], "recompile_cli.api"),
+    **dict.fromkeys(["Guard", "GuardViolation", "RecompileLimitExceeded", "RecompileWarning",
+                     "guard", "install_guard"], "recompile_cli.guard"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'recompile_cli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # also undoes the rebinding of `guard` to the submodule on import
+    return value
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext recompile_cli``: adds the ``%recompiles`` and ``%%recompiles`` magics."""
+    from recompile_cli.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext recompile_cli``: removes the magics."""
+    from recompile_cli.notebook import unload_ipython_extension as unload
+
+    unload(ipython)
