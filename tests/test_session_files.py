@@ -67,7 +67,7 @@ def test_json_report_is_the_session_plus_the_analysis(session, report_data):
     assert list(report) == list(report_data)  # same keys, same order as before
     for key, value in saved.items():
         if key == "events":
-            for plain, full in zip(value, report["events"]):
+            for plain, full in zip(value, report["events"], strict=False):
                 assert {k: v for k, v in full.items() if k not in ("kind", "cause",
                                                                    "causes")} == plain
         elif key == "totals":
@@ -186,8 +186,8 @@ def test_wrong_field_types_name_the_field(tmp_path, report_data, path, value, fi
 
 
 def test_wrong_schema_version_keeps_its_message(report_data):
-    with pytest.raises(SessionFileError, match="has schema_version 99; this recompile-cli reads "
-                                               "version 1. Record it again"):
+    with pytest.raises(SessionFileError, match=r"has schema_version 99; this recompile-cli reads "
+                                               r"version 1\. Record it again"):
         session_from_dict({**report_data, "schema_version": 99}, "old.json")
 
 
@@ -255,20 +255,20 @@ def test_events_log_cut_short_keeps_what_was_whole(tmp_path, session):
 
 @pytest.mark.parametrize("change, words", [
     (lambda lines: [lines[0][:20]], "only record, its header, is cut short"),
-    (lambda lines: [lines[0][:20]] + lines[1:], "line 1: not a JSON record"),
+    (lambda lines: [lines[0][:20], *lines[1:]], "line 1: not a JSON record"),
     (lambda lines: lines[1:], "line 1: the events log does not start with its header"),
-    (lambda lines: [lines[0].replace('"schema_version": 1', '"schema_version": 7')] + lines[1:],
+    (lambda lines: [lines[0].replace('"schema_version": 1', '"schema_version": 7'), *lines[1:]],
      "has schema_version 7"),
-    (lambda lines: [lines[0].replace('"target": ', '"target": 5, "x": ')] + lines[1:],
+    (lambda lines: [lines[0].replace('"target": ', '"target": 5, "x": '), *lines[1:]],
      "line 1, field target: must be a string"),
-    (lambda lines: lines[:2] + ['{"type": "oops"}'] + lines[2:],
+    (lambda lines: [*lines[:2], '{"type": "oops"}', *lines[2:]],
      "line 3: not an event or end record (type 'oops')"),
-    (lambda lines: lines[:2] + ["[1, 2]"] + lines[2:], "line 3: not an event or end record"),
-    (lambda lines: lines[:4] + [lines[4].replace('"seq": 3', '"seq": "3"')] + lines[5:],
+    (lambda lines: [*lines[:2], "[1, 2]", *lines[2:]], "line 3: not an event or end record"),
+    (lambda lines: [*lines[:4], lines[4].replace('"seq": 3', '"seq": "3"'), *lines[5:]],
      "line 5, field event.seq: must be an integer"),
-    (lambda lines: lines[:4] + [lines[4].replace('"id": 3', '"id": [3]')] + lines[5:],
+    (lambda lines: [*lines[:4], lines[4].replace('"id": 3', '"id": [3]'), *lines[5:]],
      "line 5, field id: must be an integer"),
-    (lambda lines: lines[:-1] + ['{"type": "end", "wall_seconds": 1}'],
+    (lambda lines: [*lines[:-1], '{"type": "end", "wall_seconds": 1}'],
      "line 56: the field 'calls' is missing from the end record"),
 ])
 def test_damaged_events_logs(tmp_path, session, change, words):

@@ -18,7 +18,7 @@ from typing import Any
 from recompile_cli.analysis.causes import CAUSE_CODES
 from recompile_cli.errors import BudgetError
 from recompile_cli.target.jit_options import parse_jit_options
-from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
+from recompile_cli.target.yaml_doc import Invalid, Where, load_yaml, only_keys, read_text
 
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
@@ -50,7 +50,7 @@ class TargetBudget:
     script_args: tuple[str, ...] = ()
     steady_state_after: int | None = None
     budgets: tuple[Budget, ...] = ()
-    jit_options: tuple[tuple[str, tuple], ...] = ()
+    jit_options: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     no_jit: bool = False
 
 
@@ -77,10 +77,11 @@ def find_budget_file(explicit: str | Path | None, cwd: Path | None = None) -> Pa
 
 def load_budget_file(path: str | Path) -> BudgetFile:
     path = Path(path)
-    text: str | None = read_text(path, BudgetError, "budget file")
+    text = read_text(path, BudgetError, "budget file")
+    lines: str | None = text  # for line numbers in messages: YAML only
     if path.suffix == ".toml":
         try:
-            tool = tomllib.loads(text or "").get("tool", {})
+            tool = tomllib.loads(text).get("tool", {})
         except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise BudgetError(f"{path}: not valid TOML ({exc}). Fix the syntax and run "
                               "again.") from None
@@ -88,13 +89,13 @@ def load_budget_file(path: str | Path) -> BudgetFile:
         if data is None:
             raise BudgetError(f"{path} has no [tool.recompile-cli] table. Add one with a "
                               "'targets' list, or pass a recompile-budget.yaml.")
-        text = None  # line numbers are for YAML only
+        lines = None
     else:
         data = load_yaml(path, text, BudgetError)
     try:
         return BudgetFile(str(path), str(path.resolve().parent), _parse(data))
     except Invalid as bad:
-        raise BudgetError(bad.located(path, text)) from None
+        raise BudgetError(bad.located(path, lines)) from None
 
 
 def _parse(data: Any) -> tuple[TargetBudget, ...]:
@@ -107,7 +108,7 @@ def _parse(data: Any) -> tuple[TargetBudget, ...]:
     return tuple(_target(raw, ("targets", i)) for i, raw in enumerate(targets))
 
 
-def _target(raw: Any, where: tuple) -> TargetBudget:
+def _target(raw: Any, where: Where) -> TargetBudget:
     if not isinstance(raw, dict):
         raise Invalid(where, "each target is a mapping with 'target' (and 'args') or 'script'")
     only_keys(raw, _TARGET_KEYS, where)
@@ -115,31 +116,31 @@ def _target(raw: Any, where: tuple) -> TargetBudget:
         raise Invalid(where, "give exactly one of 'target' (module:function) or 'script'")
     for key in ("target", "args", "script"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
-            raise Invalid(where + (key,), f"must be a non-empty string, got {raw[key]!r}")
+            raise Invalid((*where, key), f"must be a non-empty string, got {raw[key]!r}")
     if "target" in raw and ":" not in raw["target"]:
-        raise Invalid(where + ("target",), "must be 'path/file.py:function' or "
+        raise Invalid((*where, "target"), "must be 'path/file.py:function' or "
                                            "'module:function'")
     script_args = raw.get("script_args", [])
     if not isinstance(script_args, list):
-        raise Invalid(where + ("script_args",), "must be a list of strings")
+        raise Invalid((*where, "script_args"), "must be a list of strings")
     for i, arg in enumerate(script_args):
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
-            raise Invalid(where + ("script_args", i), "must be a string (quote it), got "
+            raise Invalid((*where, "script_args", i), "must be a string (quote it), got "
                                                       f"{arg!r}")
     steady = raw.get("steady_state_after")
     if steady is not None and (not isinstance(steady, int) or isinstance(steady, bool)
                                or steady < 0):
-        raise Invalid(where + ("steady_state_after",), "must be a non-negative integer")
+        raise Invalid((*where, "steady_state_after"), "must be a non-negative integer")
     no_jit = raw.get("no_jit", False)
     if not isinstance(no_jit, bool):
-        raise Invalid(where + ("no_jit",), f"must be true or false, got {no_jit!r}")
+        raise Invalid((*where, "no_jit"), f"must be true or false, got {no_jit!r}")
     budgets = raw.get("budgets", {})
     if not isinstance(budgets, dict) or (not budgets and steady is None):
-        raise Invalid(where + ("budgets",), "must map function names or globs to limits, e.g. "
+        raise Invalid((*where, "budgets"), "must map function names or globs to limits, e.g. "
                                             "{train_step: {max_compiles: 2}}")
     for pattern in budgets:
         if not isinstance(pattern, str) or not pattern:
-            raise Invalid(where + ("budgets", pattern), "a function name or glob must be a "
+            raise Invalid((*where, "budgets", pattern), "a function name or glob must be a "
                                                         f"non-empty string, got {pattern!r}")
     jit_keys = ("static_argnames", "static_argnums")
     jit_options = parse_jit_options({k: raw[k] for k in jit_keys if k in raw}, where, jit_keys)
@@ -147,11 +148,11 @@ def _target(raw: Any, where: tuple) -> TargetBudget:
     return TargetBudget(
         label=label, target=raw.get("target"), args=raw.get("args"), script=raw.get("script"),
         script_args=tuple(str(a) for a in script_args), steady_state_after=steady,
-        budgets=tuple(_budget(str(k), v, where + ("budgets", k)) for k, v in budgets.items()),
+        budgets=tuple(_budget(str(k), v, (*where, "budgets", k)) for k, v in budgets.items()),
         jit_options=tuple(jit_options.items()), no_jit=no_jit)
 
 
-def _budget(pattern: str, raw: Any, where: tuple) -> Budget:
+def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     if not isinstance(raw, dict) or not raw:
         raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
     only_keys(raw, _LIMITS, where)
@@ -159,20 +160,20 @@ def _budget(pattern: str, raw: Any, where: tuple) -> Budget:
         value = raw.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value < 0):
-            raise Invalid(where + (key,), f"must be a non-negative integer, got {value!r}")
+            raise Invalid((*where, key), f"must be a non-negative integer, got {value!r}")
     for key in ("max_compile_seconds", "tolerance"):
         value = raw.get(key)
         if value is not None and not _finite_non_negative(value):
-            raise Invalid(where + (key,), "must be a finite, non-negative number, got "
+            raise Invalid((*where, key), "must be a finite, non-negative number, got "
                                           f"{value!r}")
     causes = raw.get("allowed_causes")
     if causes is not None:
         if not isinstance(causes, list):
-            raise Invalid(where + ("allowed_causes",), "must be a list of cause codes: "
+            raise Invalid((*where, "allowed_causes"), "must be a list of cause codes: "
                                                        + ", ".join(CAUSE_CODES))
         for i, code in enumerate(causes):
             if not isinstance(code, str) or code not in CAUSE_CODES:
-                raise Invalid(where + ("allowed_causes", i),
+                raise Invalid((*where, "allowed_causes", i),
                               f"{code!r} is not a cause code; allowed_causes must be a list of "
                               "cause codes: " + ", ".join(CAUSE_CODES))
         causes = tuple(causes)

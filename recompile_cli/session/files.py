@@ -1,10 +1,10 @@
 """Saved sessions: the session file format, owned here.
 
 ``session_to_dict``/``save_session`` write a ``Session`` as JSON (``--save``) without analysing
-it; the JSON report (``--output x.json``) is that dictionary plus the analysis fields. 
+it; the JSON report (``--output x.json``) is that dictionary plus the analysis fields.
 ``load_session`` reads back a saved session, a JSON report or the streamed events log
 (``--events-log x.jsonl``), so that it can be analysed and rendered again without running
-anything. This module also holds the (older) writer of that events log.
+anything. The events log is written by ``session.events_log.EventLog``.
 
 Loading trusts nothing: a file above ``MAX_SESSION_BYTES`` (1 GiB) is refused before it is read,
 the text must be UTF-8 and standard JSON (no NaN), and every field is checked against the
@@ -25,6 +25,7 @@ from typing import Any
 
 from recompile_cli.errors import SessionFileError
 from recompile_cli.fileio import atomic_write_text, strict_json
+from recompile_cli.session.events_log import EventLog  # kept importable from here
 from recompile_cli.session.model import (
     SCHEMA_VERSION,
     Change,
@@ -40,37 +41,8 @@ from recompile_cli.session.model import (
 __all__ = ["MAX_SESSION_BYTES", "EventLog", "SessionFileError", "atomic_write_text",
            "load_session", "save_session", "session_from_dict", "session_to_dict"]
 
+Where = tuple[Any, ...]  # the path of keys and indices to a field
 MAX_SESSION_BYTES = 1024 ** 3  # 1 GiB: a saved session above this is refused unread
-
-
-class EventLog:
-    """Appends session records to a JSON-lines file, flushing each one."""
-
-    def __init__(self, path: str | Path) -> None:
-        try:
-            self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
-        except OSError as exc:
-            raise SessionFileError(f"Cannot write the events log {path}: "
-                                   f"{exc.strerror or exc}.") from None
-
-    def header(self, environment: Environment, target: str, base_context: dict) -> None:
-        self._write({"type": "header", "schema_version": SCHEMA_VERSION,
-                     "environment": asdict(environment), "target": target,
-                     "base_context": base_context})
-
-    def event(self, event: Event) -> None:
-        self._write({"type": "event", "id": event.seq, "event": asdict(event)})
-
-    def end(self, session: Session) -> None:
-        self._write({"type": "end", "wall_seconds": session.wall_seconds,
-                     "calls": session.calls, "warnings": list(session.warnings),
-                     "stale_captures": [asdict(s) for s in session.stale_captures],
-                     "target_exception": session.target_exception})
-        self._file.close()
-
-    def _write(self, record: dict[str, Any]) -> None:
-        self._file.write(strict_json(record, indent=None) + "\n")
-        self._file.flush()
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -207,7 +179,7 @@ def _session_from_log(text: str, source: str) -> Session:
                                "its header record ({\"type\": \"header\", ...}). Pass a file "
                                "written by --events-log.")
     _check_version(header.get("schema_version"), source)
-    events: dict[int, dict] = {}
+    events: dict[int, dict[str, Any]] = {}
     end = None
     try:
         try:
@@ -292,7 +264,7 @@ class _Key(str):
 
 
 class _Bad(Exception):
-    def __init__(self, where: tuple, message: str, line: int | None = None) -> None:
+    def __init__(self, where: Where, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.where, self.message, self.line = where, message, line
 
@@ -304,7 +276,7 @@ class _Bad(Exception):
         return f"{source}{at}{field}: {self.message}. {advice[0].upper()}{advice[1:]}."
 
 
-def path_name(where: tuple) -> str:
+def path_name(where: Where) -> str:
     """``events[3].signature.leaves['x'].shape`` for ('events', 3, 'signature', ...)."""
     text = ""
     for part in where:
@@ -329,10 +301,10 @@ def _describe(value: Any) -> str:
 class _Type:
     name = ""
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         raise NotImplementedError
 
-    def fail(self, value: Any, where: tuple) -> None:
+    def fail(self, value: Any, where: Where) -> None:
         raise _Bad(where, f"must be {self.name}, got {_describe(value)}")
 
 
@@ -340,7 +312,7 @@ class _Scalar(_Type):
     def __init__(self, types: tuple[type, ...], name: str) -> None:
         self.types, self.name = types, name
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         if not isinstance(value, self.types) or (isinstance(value, bool)
                                                  and bool not in self.types):
             self.fail(value, where)
@@ -350,7 +322,7 @@ class _Nullable(_Type):
     def __init__(self, inner: _Type) -> None:
         self.inner, self.name = inner, f"{inner.name} or null"
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         if value is not None:
             try:
                 self.inner.check(value, where)
@@ -361,7 +333,7 @@ class _Nullable(_Type):
 
 
 class _Anything(_Type):
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         pass
 
 
@@ -369,22 +341,22 @@ class _ListOf(_Type):
     def __init__(self, item: _Type) -> None:
         self.item, self.name = item, f"a list of {item.name}"
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         if not isinstance(value, list):
             self.fail(value, where)
         for i, item in enumerate(value):
-            self.item.check(item, where + (i,))
+            self.item.check(item, (*where, i))
 
 
 class _DictOf(_Type):
     def __init__(self, item: _Type) -> None:
         self.item, self.name = item, f"an object of {item.name}"
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         if not isinstance(value, dict):
             self.fail(value, where)
         for key, item in value.items():
-            self.item.check(item, where + (_Key(key),))
+            self.item.check(item, (*where, _Key(key)))
 
 
 class _Record(_Type):
@@ -392,7 +364,7 @@ class _Record(_Type):
                  open_: bool = False) -> None:
         self.name, self.required, self.optional, self.open = name, required, optional, open_
 
-    def check(self, value: Any, where: tuple) -> None:
+    def check(self, value: Any, where: Where) -> None:
         if not isinstance(value, dict):
             self.fail(value, where)
         for key in self.required:
@@ -404,9 +376,9 @@ class _Record(_Type):
                 if self.open:
                     continue
                 known = ", ".join([*self.required, *self.optional])
-                raise _Bad(where + (key,), f"unknown field {key!r} in {self.name} (known: "
+                raise _Bad((*where, key), f"unknown field {key!r} in {self.name} (known: "
                                            f"{known})")
-            kind.check(item, where + (key,))
+            kind.check(item, (*where, key))
 
 
 STRING = _Scalar((str,), "a string")

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from recompile_cli.errors import JitOptionError
-from recompile_cli.target.yaml_doc import Invalid
+from recompile_cli.target.yaml_doc import Invalid, Where
 
 JIT_OPTIONS = ("static_argnames", "static_argnums", "donate_argnames", "donate_argnums")
 
 
-def parse_jit_options(raw: Any, where: tuple = (),
-                      allowed: tuple[str, ...] = JIT_OPTIONS) -> dict[str, tuple]:
+def parse_jit_options(raw: Any, where: Where = (),
+                      allowed: tuple[str, ...] = JIT_OPTIONS) -> dict[str, tuple[Any, ...]]:
     """Validate a mapping of jit options into ``{option: tuple of values}``.
 
     Each value is one item or a list: argument names (identifiers) for ``*_argnames``,
@@ -25,22 +25,22 @@ def parse_jit_options(raw: Any, where: tuple = (),
         return {}
     if not isinstance(raw, dict):
         raise Invalid(where, f"must be a mapping with any of {', '.join(allowed)}")
-    out: dict[str, tuple] = {}
+    out: dict[str, tuple[Any, ...]] = {}
     for key, value in raw.items():
         if key not in allowed:
-            raise Invalid(where + (key,), f"unknown field {key!r}; allowed here: "
+            raise Invalid((*where, key), f"unknown field {key!r}; allowed here: "
                                           + ", ".join(allowed))
         items = value if isinstance(value, list) else [value]
         if key.endswith("names"):
             for i, item in enumerate(items):
                 if not isinstance(item, str) or not item.isidentifier():
-                    at = where + (key, i) if isinstance(value, list) else where + (key,)
+                    at = (*where, key, i) if isinstance(value, list) else (*where, key)
                     raise Invalid(at, "must be an argument name or a list of them (e.g. "
                                       f"[mode, n]), got {item!r}")
         else:
             for i, item in enumerate(items):
                 if not isinstance(item, int) or isinstance(item, bool):
-                    at = where + (key, i) if isinstance(value, list) else where + (key,)
+                    at = (*where, key, i) if isinstance(value, list) else (*where, key)
                     raise Invalid(at, "must be an int (argument position) or a list of them "
                                       f"(e.g. [0, 2]), got {item!r}")
         out[key] = tuple(items)

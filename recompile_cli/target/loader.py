@@ -33,7 +33,7 @@ def load_target(ref: str) -> Target:
                           "'path/to/file.py:function'. Name the function after a colon.")
     module = import_module(module_part)
     obj: Any = module
-    walked = []
+    walked: list[str] = []
     for name in attr_path.split("."):
         if not hasattr(obj, name):
             where = ".".join(walked) or module_part
@@ -69,7 +69,7 @@ def import_module(name: str) -> Any:
                               "Run from the folder that contains it, install it, or name a "
                               "file instead (path/to/file.py:function).") from None
         raise _import_failed(name, exc) from None
-    except Exception as exc:  # noqa: BLE001 - importing user code can raise anything
+    except Exception as exc:
         raise _import_failed(name, exc) from None
 
 

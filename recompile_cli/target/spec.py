@@ -22,7 +22,7 @@ from typing import Any
 
 from recompile_cli.errors import SpecError
 from recompile_cli.target.jit_options import JIT_OPTIONS, parse_jit_options
-from recompile_cli.target.yaml_doc import Invalid, load_yaml, only_keys, read_text
+from recompile_cli.target.yaml_doc import Invalid, Where, load_yaml, only_keys, read_text
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
@@ -156,8 +156,8 @@ def _parse(path: str, data: Any, limits: _Limits = _Limits()) -> Spec:
         only_keys(call, ("args", "kwargs", "repeat", "sweep"), where)
         repeat = call.get("repeat", 1)
         if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-            raise Invalid(where + ("repeat",), f"must be a positive integer, got {repeat!r}")
-        names, values = _sweep(call.get("sweep"), where + ("sweep",))
+            raise Invalid((*where, "repeat"), f"must be a positive integer, got {repeat!r}")
+        names, values = _sweep(call.get("sweep"), (*where, "sweep"))
         count = repeat * math.prod(_length(v) for v in values)
         total += count
         if total > limits.max_calls:
@@ -171,19 +171,19 @@ def _parse(path: str, data: Any, limits: _Limits = _Limits()) -> Spec:
     for i, call, repeat, names, values in plans:
         where = ("calls", i)
         for combo in itertools.product(*values):
-            binding = dict(zip(names, combo))
-            args_raw = _substitute(call.get("args", []), binding, where + ("args",))
-            kwargs_raw = _substitute(call.get("kwargs", {}), binding, where + ("kwargs",))
+            binding = dict(zip(names, combo, strict=False))
+            args_raw = _substitute(call.get("args", []), binding, (*where, "args"))
+            kwargs_raw = _substitute(call.get("kwargs", {}), binding, (*where, "kwargs"))
             if not isinstance(args_raw, list):
-                raise Invalid(where + ("args",), "must be a list of argument values")
+                raise Invalid((*where, "args"), "must be a list of argument values")
             if not isinstance(kwargs_raw, dict):
-                raise Invalid(where + ("kwargs",), "must be a mapping of name: value")
+                raise Invalid((*where, "kwargs"), "must be a mapping of name: value")
             for k in kwargs_raw:
                 if not isinstance(k, str):
-                    raise Invalid(where + ("kwargs", k), f"a keyword is a name, got {k!r}")
-            args = tuple(_value(v, where + ("args", j), defaults)
+                    raise Invalid((*where, "kwargs", k), f"a keyword is a name, got {k!r}")
+            args = tuple(_value(v, (*where, "args", j), defaults)
                          for j, v in enumerate(args_raw))
-            kwargs = {str(k): _value(v, where + ("kwargs", k), defaults)
+            kwargs = {str(k): _value(v, (*where, "kwargs", k), defaults)
                       for k, v in kwargs_raw.items()}
             swept = " ".join(f"{k}={v}" for k, v in binding.items())
             site = f"{stem} calls[{i}]"
@@ -195,7 +195,7 @@ def _parse(path: str, data: Any, limits: _Limits = _Limits()) -> Spec:
     return Spec(path=path, jit_options=jit_options, cases=tuple(cases))
 
 
-def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
+def _defaults(raw: Any, where: Where) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise Invalid(where, "must be a mapping of dtype/fill/seed")
     only_keys(raw, ("dtype", "fill", "seed"), where)
@@ -205,7 +205,7 @@ def _defaults(raw: Any, where: tuple) -> dict[str, Any]:
     return out
 
 
-def _sweep(raw: Any, where: tuple) -> tuple[list[str], list[Any]]:
+def _sweep(raw: Any, where: Where) -> tuple[list[str], list[Any]]:
     """The sweep's names and, for each, its values: a list or a ``range`` (not expanded)."""
     if raw is None:
         return [], []
@@ -214,22 +214,22 @@ def _sweep(raw: Any, where: tuple) -> tuple[list[str], list[Any]]:
     names, values = [], []
     for name, spec in raw.items():
         if isinstance(name, (dict, list)) or not re.fullmatch(r"\w+", str(name)):
-            raise Invalid(where + (name,), "a sweep variable is a name of letters, digits and "
+            raise Invalid((*where, name), "a sweep variable is a name of letters, digits and "
                                            f"underscores (used as ${{name}}), got {name!r}")
         if isinstance(spec, dict):
-            only_keys(spec, ("range",), where + (name,))
+            only_keys(spec, ("range",), (*where, name))
             bounds = spec.get("range")
             if (not isinstance(bounds, list) or not 1 <= len(bounds) <= 3
                     or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)):
-                raise Invalid(where + (name, "range"),
+                raise Invalid((*where, name, "range"),
                                "must be [stop], [start, stop] or [start, stop, step] integers")
             if len(bounds) == 3 and bounds[2] == 0:
-                raise Invalid(where + (name, "range"), "step must not be 0")
+                raise Invalid((*where, name, "range"), "step must not be 0")
             spec = range(*bounds)
             if _length(spec) == 0:
-                raise Invalid(where + (name, "range"), f"is empty ({spec!r} has no values)")
+                raise Invalid((*where, name, "range"), f"is empty ({spec!r} has no values)")
         if not isinstance(spec, (list, range)) or not spec:
-            raise Invalid(where + (name,), "must be a non-empty list or {range: [...]}")
+            raise Invalid((*where, name), "must be a non-empty list or {range: [...]}")
         names.append(str(name))
         values.append(spec)
     return names, values
@@ -244,20 +244,20 @@ def _length(values: Any) -> int:
     return len(values)
 
 
-def _substitute(raw: Any, binding: dict[str, Any], where: tuple) -> Any:
+def _substitute(raw: Any, binding: dict[str, Any], where: Where) -> Any:
     if isinstance(raw, str):
         whole = _PLACEHOLDER.fullmatch(raw)
         if whole:
             return _lookup(whole.group(1), binding, where)
         return _PLACEHOLDER.sub(lambda m: str(_lookup(m.group(1), binding, where)), raw)
     if isinstance(raw, list):
-        return [_substitute(v, binding, where + (i,)) for i, v in enumerate(raw)]
+        return [_substitute(v, binding, (*where, i)) for i, v in enumerate(raw)]
     if isinstance(raw, dict):
-        return {k: _substitute(v, binding, where + (k,)) for k, v in raw.items()}
+        return {k: _substitute(v, binding, (*where, k)) for k, v in raw.items()}
     return raw
 
 
-def _lookup(name: str, binding: dict[str, Any], where: tuple) -> Any:
+def _lookup(name: str, binding: dict[str, Any], where: Where) -> Any:
     if name not in binding:
         known = ", ".join(binding) or "none"
         raise Invalid(where, f"placeholder ${{{name}}} is not defined by this call's sweep "
@@ -268,14 +268,14 @@ def _lookup(name: str, binding: dict[str, Any], where: tuple) -> Any:
 _FORMS = ("array", "numpy", "scalar", "tuple", "dict", "call")
 
 
-def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
+def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
     if isinstance(raw, list):
-        return [_value(v, where + (i,), defaults) for i, v in enumerate(raw)]
+        return [_value(v, (*where, i), defaults) for i, v in enumerate(raw)]
     if not isinstance(raw, dict):
         return raw  # a YAML scalar is passed as that Python value
     forms = [f for f in _FORMS if f in raw]
     if not forms:
-        return {k: _value(v, where + (k,), defaults) for k, v in raw.items()}
+        return {k: _value(v, (*where, k), defaults) for k, v in raw.items()}
     if len(forms) > 1:
         raise Invalid(where, f"has both {forms[0]!r} and {forms[1]!r}; a value is one form "
                               "(use {dict: {...}} for a dict with such keys)")
@@ -284,65 +284,65 @@ def _value(raw: Any, where: tuple, defaults: dict[str, Any]) -> Any:
         only_keys(raw, (form, "dtype", "fill", "seed"), where)
         options = {k: raw.get(k, defaults[k]) for k in ("dtype", "fill", "seed")}
         _check_array_options(options, where)
-        shape = _shape(raw[form], where + (form,))
-        _check_array_bytes(shape, options["dtype"], where + (form,),
+        shape = _shape(raw[form], (*where, form))
+        _check_array_bytes(shape, options["dtype"], (*where, form),
                            defaults.get("max_array_bytes", DEFAULT_MAX_ARRAY_BYTES))
         return ArraySpec(form, shape, **options)
     if form == "scalar":
         only_keys(raw, ("scalar", "dtype"), where)
         value = raw["scalar"]
         if not isinstance(value, (int, float, bool)):
-            raise Invalid(where + ("scalar",), f"must be a number or a boolean, got {value!r}")
+            raise Invalid((*where, "scalar"), f"must be a number or a boolean, got {value!r}")
         dtype = raw.get("dtype", defaults["dtype"])
         _check_array_options({"dtype": dtype}, where)
         return ScalarSpec(value, dtype)
     if form == "tuple":
         only_keys(raw, ("tuple",), where)
         if not isinstance(raw["tuple"], list):
-            raise Invalid(where + ("tuple",), "must be a list of values")
-        return TupleSpec(tuple(_value(v, where + ("tuple", i), defaults)
+            raise Invalid((*where, "tuple"), "must be a list of values")
+        return TupleSpec(tuple(_value(v, (*where, "tuple", i), defaults)
                                for i, v in enumerate(raw["tuple"])))
     if form == "dict":
         only_keys(raw, ("dict",), where)
         if not isinstance(raw["dict"], dict):
-            raise Invalid(where + ("dict",), "must be a mapping")
-        return {k: _value(v, where + ("dict", k), defaults) for k, v in raw["dict"].items()}
+            raise Invalid((*where, "dict"), "must be a mapping")
+        return {k: _value(v, (*where, "dict", k), defaults) for k, v in raw["dict"].items()}
     only_keys(raw, ("call", "args", "kwargs"), where)
     ref = raw["call"]
     if not isinstance(ref, str) or ":" not in ref:
-        raise Invalid(where + ("call",), f"must be 'module:function' or 'file.py:function', "
+        raise Invalid((*where, "call"), f"must be 'module:function' or 'file.py:function', "
                                           f"got {ref!r}")
     args, kwargs = raw.get("args", []), raw.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise Invalid(where, "args must be a list and kwargs a mapping")
     for k in kwargs:
         if not isinstance(k, str):
-            raise Invalid(where + ("kwargs", k), f"a keyword is a name, got {k!r}")
-    return CallSpec(ref, tuple(_value(v, where + ("args", i), defaults)
+            raise Invalid((*where, "kwargs", k), f"a keyword is a name, got {k!r}")
+    return CallSpec(ref, tuple(_value(v, (*where, "args", i), defaults)
                                for i, v in enumerate(args)),
-                    {k: _value(v, where + ("kwargs", k), defaults) for k, v in kwargs.items()})
+                    {k: _value(v, (*where, "kwargs", k), defaults) for k, v in kwargs.items()})
 
 
-def _shape(raw: Any, where: tuple) -> tuple[int, ...]:
+def _shape(raw: Any, where: Where) -> tuple[int, ...]:
     dims = raw if isinstance(raw, list) else [raw]
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise Invalid(where, f"a shape is a list of non-negative integers, got {raw!r}")
     return tuple(dims)
 
 
-def _check_array_options(options: dict[str, Any], where: tuple) -> None:
+def _check_array_options(options: dict[str, Any], where: Where) -> None:
     if "dtype" in options and options["dtype"] not in DTYPES:
-        raise Invalid(where + ("dtype",), f"unknown dtype {options['dtype']!r}; use one of "
+        raise Invalid((*where, "dtype"), f"unknown dtype {options['dtype']!r}; use one of "
                                            + ", ".join(DTYPES))
     if "fill" in options and options["fill"] not in FILLS:
-        raise Invalid(where + ("fill",), f"unknown fill {options['fill']!r}; use one of "
+        raise Invalid((*where, "fill"), f"unknown fill {options['fill']!r}; use one of "
                                           + ", ".join(FILLS))
     seed = options.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise Invalid(where + ("seed",), f"must be a non-negative integer, got {seed!r}")
+        raise Invalid((*where, "seed"), f"must be a non-negative integer, got {seed!r}")
 
 
-def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: tuple, limit: int) -> None:
+def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: Where, limit: int) -> None:
     size = ITEMSIZE[dtype] * math.prod(shape)
     if size > limit:
         raise Invalid(where, f"an array of shape {list(shape)} and dtype {dtype} takes "

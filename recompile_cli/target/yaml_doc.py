@@ -23,10 +23,11 @@ MAX_YAML_BYTES = 16 * 1024 * 1024  # spec and budget files are hand-written: 16 
 MAX_YAML_DEPTH = 100  # nested sequences/mappings
 MAX_YAML_NODES = 100_000  # values after expanding every alias
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+Where = tuple[Any, ...]  # the path of keys and indices to a field
 
 
 class Invalid(Exception):
-    def __init__(self, where: tuple, message: str) -> None:
+    def __init__(self, where: Where, message: str) -> None:
         super().__init__(message)
         self.where, self.message = where, message
 
@@ -77,7 +78,7 @@ class StrictLoader(yaml.SafeLoader):
             if self._depth > MAX_YAML_DEPTH:
                 raise yaml.composer.ComposerError(
                     None, None, f"the document is nested more than {MAX_YAML_DEPTH} levels deep",
-                    self.peek_event().start_mark)
+                    self.peek_event().start_mark)  # type: ignore[no-untyped-call]
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -178,21 +179,21 @@ def _check_expansion(root: Node) -> None:
                 stack.append((child, False))
 
 
-def only_keys(raw: dict, allowed: tuple, where: tuple) -> None:
+def only_keys(raw: dict[Any, Any], allowed: tuple[str, ...], where: Where) -> None:
     for key in raw:
         if key not in allowed:
-            raise Invalid(where + (key,), f"unknown field {key!r}; allowed here: "
+            raise Invalid((*where, key), f"unknown field {key!r}; allowed here: "
                                           + ", ".join(allowed))
 
 
-def field_name(where: tuple) -> str:
+def field_name(where: Where) -> str:
     text = ""
     for part in where:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "(top level)"
 
 
-def line_of(text: str, where: tuple) -> int | None:
+def line_of(text: str, where: Where) -> int | None:
     """The 1-based line of the deepest node along ``where`` in the YAML source."""
     try:
         node = compose(text)
