@@ -9,11 +9,11 @@ back. Writing never raises: a path that cannot be opened or a full disk stops th
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from recompile_cli.fileio import strict_json
 from recompile_cli.session.model import SCHEMA_VERSION, Environment, Event, Session
 
 
@@ -57,7 +57,7 @@ class EventLog:
         if self._file is None:
             return
         try:
-            self._file.write(json.dumps(record, default=str) + "\n")
+            self._file.write(strict_json(record, indent=None) + "\n")
             self._file.flush()
         except (OSError, ValueError) as exc:
             self._stop(exc)
