@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import user_events
+from jax_support import requires_private_hooks
 
 
 @pytest.fixture
@@ -23,6 +23,7 @@ def causes_of(report, name):
     return [e["cause"]["code"] for e in user_events(report, name)]
 
 
+@requires_private_hooks
 def test_shape_change_names_argument_and_shapes(record):
     code, report = record("""
         import jax, jax.numpy as jnp
@@ -38,6 +39,7 @@ def test_shape_change_names_argument_and_shapes(record):
     assert all(e["traced"] and e["compiled"] for e in events)
 
 
+@requires_private_hooks
 def test_dtype_change(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -49,6 +51,7 @@ def test_dtype_change(record):
     assert (cause["code"], cause["before"], cause["after"]) == ("dtype", "f32[3]", "i32[3]")
 
 
+@requires_private_hooks
 def test_weak_type_python_scalar_then_array(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -61,6 +64,7 @@ def test_weak_type_python_scalar_then_array(record):
         "weak_type", "s", "~f32[]", "f32[]")
 
 
+@requires_private_hooks
 def test_static_value(record):
     _, report = record("""
         import functools, jax, jax.numpy as jnp
@@ -73,6 +77,7 @@ def test_static_value(record):
     assert (cause["argument"], cause["before"], cause["after"]) == ("mode", "'a'", "'b'")
 
 
+@requires_private_hooks
 def test_tree_structure_dict_gains_key(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -87,6 +92,7 @@ def test_tree_structure_dict_gains_key(record):
     assert "batch['y']" in cause["detail"]
 
 
+@requires_private_hooks
 def test_closest_signature_is_the_true_nearest(record):
     # JAX's own explainer reports p([x]); p([x, x]) as "list vs dict"; the nearest key is the
     # one-element list, so the cause is the list length.
@@ -101,6 +107,7 @@ def test_closest_signature_is_the_true_nearest(record):
     assert (cause["code"], cause["before"], cause["after"]) == ("tree_structure", "[*]", "[*, *]")
 
 
+@requires_private_hooks
 def test_arg_passing_positional_vs_keyword(record):
     _, report = record("""
         import functools, jax, jax.numpy as jnp
@@ -113,6 +120,7 @@ def test_arg_passing_positional_vs_keyword(record):
     assert cause["before"] == "1 positional + mode=" and cause["after"] == "2 positional"
 
 
+@requires_private_hooks
 def test_arg_passing_default_left_out(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -124,6 +132,7 @@ def test_arg_passing_default_left_out(record):
     assert (cause["code"], cause["argument"]) == ("arg_passing", "y")
 
 
+@requires_private_hooks
 def test_new_function_lambda_recreated_in_loop(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -138,6 +147,7 @@ def test_new_function_lambda_recreated_in_loop(record):
     assert "3 compiles -> 1" in suggestion["message"] and suggestion["predicted_compiles"] == 1
 
 
+@requires_private_hooks
 def test_new_function_bound_method_rewrapped(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -153,6 +163,7 @@ def test_new_function_bound_method_rewrapped(record):
     assert "prog.py:7" in suggestion["message"]
 
 
+@requires_private_hooks
 def test_tracing_context_config_change(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -167,6 +178,7 @@ def test_tracing_context_config_change(record):
     assert (cause["before"], cause["after"]) == ("'allow'", "'raise'")
 
 
+@requires_private_hooks
 def test_committed_device_compiles_without_retrace(record):
     _, report = record("""
         import jax, jax.numpy as jnp
@@ -197,6 +209,7 @@ def test_jaxpr_derived_by_grad_is_a_compile_without_retrace(record):
     assert "grad" in later[0]["cause"]["detail"]
 
 
+@requires_private_hooks
 def test_trace_error_names_argument_and_suggests_static(record):
     code, report = record("""
         import jax, jax.numpy as jnp
@@ -217,6 +230,7 @@ def test_trace_error_names_argument_and_suggests_static(record):
     assert "jax.lax.cond" in suggestion["message"]
 
 
+@requires_private_hooks
 def test_nested_jit_traces_without_compiling(record):
     _, report = record("""
         import jax, jax.numpy as jnp

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, SAMPLES, user_events, user_functions
+from jax_support import requires_jit_decorator_factory, requires_private_hooks
 
 MODULE = """
     import functools
@@ -57,6 +57,7 @@ def mod(program, tmp_path):
     return path
 
 
+@requires_private_hooks
 def test_plain_function_jitted_with_static_flag(cli, mod, tmp_path):
     result, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "spec.yaml",
                               "--static-argnames", "n", tmp_path=tmp_path)
@@ -67,6 +68,7 @@ def test_plain_function_jitted_with_static_flag(cli, mod, tmp_path):
         "first_compile", "shape", "static_value"]
 
 
+@requires_private_hooks
 def test_static_argnums_flag_and_spec_jit_section(cli, mod, tmp_path):
     result, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "spec.yaml",
                               "--static-argnums", "1", tmp_path=tmp_path)
@@ -84,6 +86,7 @@ def test_already_jitted_partial_target(cli, mod, tmp_path):
     assert user_functions(report)["partial_jitted"]["compiles"] == 3
 
 
+@requires_private_hooks
 def test_module_name_target_and_method_and_attribute(cli, mod, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "one.yaml").write_text("calls: [{args: [{array: [2]}]}, {args: [{array: [3]}]}]")
@@ -100,6 +103,7 @@ def test_module_name_target_and_method_and_attribute(cli, mod, tmp_path, monkeyp
     assert list(event["signature"]["static"]) == ["self"]
 
 
+@requires_private_hooks
 def test_no_jit_records_only_inner_jits(cli, mod, tmp_path):
     (tmp_path / "one.yaml").write_text("calls: [{args: [{array: [2]}]}]")
     result, report = cli.json("profile", f"{mod}:calls_jits", "--no-jit", "--args",
@@ -112,6 +116,7 @@ def test_no_jit_records_only_inner_jits(cli, mod, tmp_path):
         "first_compile", "static_value"]
 
 
+@requires_private_hooks
 def test_call_spec_builds_arguments_from_user_code(cli, mod, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.yaml").write_text(
@@ -131,6 +136,7 @@ def test_format_json_to_stdout(cli, mod, tmp_path):
     assert report["totals"]["compiles"] >= 3
 
 
+@requires_private_hooks
 def test_json_report_has_every_documented_field(cli, mod, tmp_path):
     _, report = cli.json("profile", f"{mod}:partial_jitted", "--args", tmp_path / "spec.yaml",
                          tmp_path=tmp_path)
@@ -165,6 +171,7 @@ def test_output_extension_picks_the_format(cli, mod, tmp_path):
     assert f"Report written to {out} (table)" in result.stdout
 
 
+@requires_private_hooks
 def test_all_lists_jax_internal_functions(cli, tmp_path):
     target = f"{SAMPLES / 'shapes.py'}:slow_function"
     spec = SAMPLES / "shapes.yaml"
@@ -275,6 +282,8 @@ def test_script_gets_argv_and_its_folder_on_sys_path(cli, program, tmp_path):
     assert str(tmp_path) not in sys.path
 
 
+@requires_private_hooks
+@requires_jit_decorator_factory  # sample_programs/static_args.py
 def test_python_m_entry_point_runs_in_a_subprocess(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(

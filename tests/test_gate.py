@@ -9,7 +9,6 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import SAMPLES
 from jax_support import requires_private_hooks
 
@@ -122,6 +121,7 @@ def test_compile_seconds_budget_with_tolerance(cli, project):
             assert "s of XLA compile, budget 0.000 s (+50% tolerance)" in result.stdout
 
 
+@requires_private_hooks
 def test_steady_state_violation_for_a_target(cli, project):
     path = budget(project, """
         targets:

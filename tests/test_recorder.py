@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import pytest
 from jax._src import monitoring as jax_monitoring
 from jax._src import pjit
+from jax_support import requires_private_hooks
 
-from recompile_cli.capture import jax_internals
 from recompile_cli.analysis.report import analyse
+from recompile_cli.capture import jax_internals
 from recompile_cli.capture.recorder import Recorder
 
 
@@ -17,6 +18,7 @@ def _listener_count() -> int:
     return len(jax_monitoring.get_event_duration_listeners())
 
 
+@requires_private_hooks
 def test_jax_is_left_as_found():
     trace, lower, listeners = pjit._trace_for_jit, pjit._pjit_lower, _listener_count()
     with Recorder("t") as recorder:
@@ -29,11 +31,11 @@ def test_jax_is_left_as_found():
     assert len(recorder.session.events) == events
 
 
+@requires_private_hooks
 def test_jax_is_restored_when_the_program_raises():
     trace = pjit._trace_for_jit
-    with pytest.raises(ZeroDivisionError):
-        with Recorder("t"):
-            1 / 0
+    with pytest.raises(ZeroDivisionError), Recorder("t"):
+        1 / 0
     assert pjit._trace_for_jit is trace
 
 
@@ -68,6 +70,7 @@ def test_nothing_of_ours_runs_on_cache_hits(monkeypatch):
     assert (row.traces, row.compiles) == (1, 1)
 
 
+@requires_private_hooks
 def test_a_failing_hook_never_raises_into_user_code(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("bug in recompile-cli")
@@ -87,11 +90,19 @@ def test_a_failing_listener_never_raises_into_user_code(monkeypatch):
     assert any("internal recorder error" in w for w in recorder.session.warnings)
 
 
+def test_public_only_on_this_jax_restores_listeners_when_the_program_raises():
+    listeners = _listener_count()
+    with pytest.raises(ZeroDivisionError), Recorder("t", hook_mode="public-only"):
+        1 / 0
+    assert _listener_count() == listeners
+
+
 def test_missing_internals_degrade_to_public_events(monkeypatch):
     monkeypatch.setattr(jax_internals, "probe", lambda: "this JAX version lacks X")
     f = jax.jit(lambda x: x + 1)
     with Recorder("t") as recorder:
-        f(jnp.ones(2)); f(jnp.ones(3))
+        f(jnp.ones(2))
+        f(jnp.ones(3))
     session = recorder.session
     assert session.environment.hook_mode == "public-only"
     assert any("lacks X" in w and "public" in w for w in session.warnings)
@@ -100,6 +111,7 @@ def test_missing_internals_degrade_to_public_events(monkeypatch):
     assert all(e.signature is None for e in mine)
 
 
+@requires_private_hooks
 def test_events_from_threads_are_kept_apart():
     import threading
 

@@ -4,8 +4,9 @@ It patches two functions on JAX's cache-miss path, both checked on JAX 0.10.2 an
 
 * ``jax._src.pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` runs on every miss
   of jit's parameter cache, nested jits included (JAX >= 0.9; older versions used
-  ``_create_pjit_jaxpr`` and are not hooked). Whether Python really re-traced is read from the
-  miss counter of ``partial_eval.trace_to_jaxpr``'s cache.
+  ``_create_pjit_jaxpr`` and are not hooked: ``probe()`` says so and the recorder runs in
+  public-only mode there). Whether Python really re-traced is read from the miss counter of
+  ``partial_eval.trace_to_jaxpr``'s cache.
 * ``jax._src.pjit._pjit_lower`` (a weakref LRU cache) runs before every lowering; its cache keys
   tell what changed when a function is compiled again without a re-trace (sharding, donation).
 
@@ -13,6 +14,12 @@ Cache hits never reach either function, so nothing here runs on the hot path. Ev
 feature-detected: ``probe()`` says why the hooks cannot be used, and the recorder then falls back
 to the public ``jax.monitoring`` events. Observers are called inside ``try``: a hook never raises
 into user code.
+
+It also registers and unregisters the ``jax.monitoring`` listeners (``register_listener`` /
+``unregister_listener``), because the listener API differs across the supported versions
+(JAX 0.4.30 to 0.12): unregistering is public only since 0.8, and before 0.10 the trace duration
+event also fires for nested jits (and before ~0.6 without ``fun_name``), which the listener
+adapter evens out so that every version reports the same top-level traces.
 """
 
 from __future__ import annotations
@@ -20,10 +27,13 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from recompile_cli.capture import frames
 from recompile_cli.session.model import Change, Leaf
@@ -32,26 +42,189 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # re
 _EXCLUDED = False
 
 
+def jax_version() -> tuple[int, ...]:
+    """The installed JAX version as a tuple of ints, e.g. ``(0, 10, 2)`` (``()`` if unknown)."""
+    try:
+        import jax
+
+        text = jax.__version__
+    except Exception:  # pragma: no cover - depends on the installed JAX
+        return ()
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
 def probe() -> str | None:
-    """None when the private hooks can be installed, else the reason they cannot."""
+    """None when the private hooks can be installed, else the reason they cannot.
+
+    Never raises: an unexpected JAX is a reason, not a crash.
+    """
+    try:
+        return _probe()
+    except Exception as exc:  # pragma: no cover - depends on the installed JAX
+        return f"cannot inspect JAX internals ({type(exc).__name__}: {exc})"
+
+
+def _probe() -> str | None:
     try:
         from jax._src import config, pjit
         from jax._src.interpreters import partial_eval as pe
     except Exception as exc:  # pragma: no cover - depends on the installed JAX
         return f"cannot import JAX internals ({exc})"
+    trace_cache = getattr(pe, "trace_to_jaxpr", None)
     needed = {
         "jax._src.pjit._trace_for_jit": getattr(pjit, "_trace_for_jit", None),
         "jax._src.pjit._pjit_lower.cache_keys": getattr(getattr(pjit, "_pjit_lower", None),
                                                         "cache_keys", None),
-        "partial_eval.trace_to_jaxpr.cache_info": getattr(pe.trace_to_jaxpr, "cache_info", None),
+        "partial_eval.trace_to_jaxpr.cache_info": getattr(trace_cache, "cache_info", None),
         "config.trace_context_names": getattr(config, "trace_context_names", None),
     }
     missing = [name for name, obj in needed.items() if obj is None]
     if missing:
-        return "this JAX version lacks " + ", ".join(missing)
+        version = ".".join(map(str, jax_version())) or "?"
+        return (f"JAX {version} lacks " + ", ".join(missing)
+                + "; the private hooks need JAX >= 0.9")
     params = list(inspect.signature(pjit._trace_for_jit).parameters)
     if params[:7] != ["fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs"]:
         return f"jax._src.pjit._trace_for_jit has an unknown signature {params}"
+    return None
+
+
+# -- jax.monitoring listeners -------------------------------------------------------------------
+# kind -> (public register, public unregister (JAX >= 0.8), private unregister in
+# jax._src.monitoring (JAX < 0.8, "for testing only"), the private list of listeners)
+_LISTENER_API = {
+    "event": ("register_event_listener", "unregister_event_listener",
+              "_unregister_event_listener_by_callback", "_event_listeners"),
+    "event_duration": ("register_event_duration_secs_listener",
+                       "unregister_event_duration_listener",
+                       "_unregister_event_duration_listener_by_callback",
+                       "_event_duration_secs_listeners"),
+}
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+# What register_listener handed to JAX for (kind, callback): the callback or its adapter.
+_registered: dict[tuple[str, Any], Any] = {}
+_registered_lock = threading.Lock()
+
+
+def register_listener(kind: str, callback: Callable[..., None]) -> None:
+    """Register ``callback`` as a ``jax.monitoring`` listener of ``kind`` ("event" or
+    "event_duration"), evening out what older JAX versions send (see ``_LegacyDurations``)."""
+    from jax import monitoring
+
+    register = getattr(monitoring, _LISTENER_API[kind][0])
+    listener: Any = callback
+    if kind == "event_duration" and jax_version() < (0, 10):
+        listener = _LegacyDurations(callback)
+    with _registered_lock:
+        _registered[(kind, callback)] = listener
+    register(listener)
+
+
+def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
+    """Remove a listener registered by ``register_listener`` (or registered directly).
+
+    Never raises. Returns False when the listener was not registered any more (e.g. the program
+    called the public ``jax.monitoring.clear_event_listeners()``), True when it was removed.
+    Tries the public ``unregister_*_listener`` (JAX >= 0.8), then the private
+    ``_unregister_*_listener_by_callback``, then removes it from JAX's private list.
+    """
+    with _registered_lock:
+        listener = _registered.pop((kind, callback), callback)
+    try:
+        _, public_name, private_name, list_name = _LISTENER_API[kind]
+        from jax import monitoring
+        from jax._src import monitoring as src
+    except Exception:
+        return False
+    listeners = getattr(src, list_name, None)
+    if isinstance(listeners, list) and not _contains(listeners, listener):
+        return False  # already gone: nothing to remove, nothing to raise
+    for remove in (getattr(monitoring, public_name, None), getattr(src, public_name, None),
+                   getattr(src, private_name, None)):
+        if remove is None:
+            continue
+        try:
+            remove(listener)
+            return True
+        except Exception:  # AssertionError when absent (ValueError under python -O)
+            continue
+    try:
+        listeners = getattr(src, list_name)  # read again: clear_event_listeners rebinds it
+        while _contains(listeners, listener):
+            listeners.remove(listener)
+        return True
+    except Exception:
+        return False
+
+
+def _contains(listeners: list[Any], listener: Any) -> bool:
+    try:
+        return any(item is listener or item == listener for item in listeners)
+    except Exception:
+        return False
+
+
+class _LegacyDurations:
+    """Adapts the duration events of JAX < 0.10 to what JAX 0.10+ sends.
+
+    * Before 0.10 the trace event fires for every jit traced, nested ones (``jnp`` internals
+      traced inside the user's function) included; 0.10+ only sends top-level traces. Nested
+      ones are dropped here: they are recognised by an enclosing trace of jit on the stack.
+    * Before ~0.6 the events carry no ``fun_name``; it is read from JAX's timing context
+      manager on the stack (``dispatch.log_elapsed_time(fmt, fun_name, event)``).
+
+    Runs only on cache misses (JAX sends no event on a hit), and never raises.
+    """
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[..., None]) -> None:
+        self.callback = callback
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _LegacyDurations) and other.callback == self.callback
+
+    def __hash__(self) -> int:
+        return hash(self.callback)
+
+    def __call__(self, event: str, duration: float, **kwargs: Any) -> None:
+        try:
+            if event == _TRACE_EVENT and _enclosing_jit_traces(sys._getframe(1)) > 1:
+                return  # a nested jit: JAX 0.10+ sends no event for it
+            if "fun_name" not in kwargs and event.startswith("/jax/core/compile/"):
+                name = _timed_fun_name(sys._getframe(1))
+                if name is not None:
+                    kwargs["fun_name"] = name
+        except Exception:
+            pass
+        self.callback(event, duration, **kwargs)
+
+
+# The functions that trace a jit's Python function in JAX 0.4.30-0.9 (module jax/_src/pjit.py).
+_JIT_TRACE_FRAMES = frozenset({"_create_pjit_jaxpr", "_trace_for_jit"})
+
+
+def _enclosing_jit_traces(frame: Any) -> int:
+    count = 0
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _JIT_TRACE_FRAMES and code.co_filename.endswith("pjit.py"):
+            count += 1
+        frame = frame.f_back
+    return count
+
+
+def _timed_fun_name(frame: Any, depth: int = 8) -> str | None:
+    """``fun_name`` of the ``dispatch.log_elapsed_time`` that is sending the event."""
+    while frame is not None and depth:
+        code = frame.f_code
+        if code.co_filename.endswith("dispatch.py"):
+            name = frame.f_locals.get("fun_name")
+            if name is None:
+                name = getattr(frame.f_locals.get("self"), "fun_name", None)
+            if name is not None:
+                return str(name)
+        frame, depth = frame.f_back, depth - 1
     return None
 
 
@@ -93,7 +266,8 @@ def trace_context() -> dict[str, str]:
     from jax._src import config
 
     return {name: _short_repr(value)
-            for name, value in zip(config.trace_context_names(), config.trace_context())}
+            for name, value in zip(config.trace_context_names(), config.trace_context(),
+                                   strict=False)}
 
 
 class Hooks:
@@ -107,11 +281,15 @@ class Hooks:
         self._on_internal_error = on_internal_error
         self._local = threading.local()
         self._originals: dict[str, Any] = {}
+        # False once uninstalled: a wrapper of ours that someone else still calls (they patched
+        # over it and kept it) then only delegates to JAX's function and records nothing.
+        self._active = False
 
     def install(self) -> None:
         from jax._src import pjit, source_info_util
 
         self._originals = {"_trace_for_jit": pjit._trace_for_jit, "_pjit_lower": pjit._pjit_lower}
+        self._active = True
         pjit._trace_for_jit = self._trace_for_jit
         pjit._pjit_lower = _LowerWrapper(pjit._pjit_lower, self)
         # So that JAX's own source info and explain messages never blame our frames. This one
@@ -123,20 +301,31 @@ class Hooks:
             _EXCLUDED = True
 
     def uninstall(self) -> list[str]:
-        """Restore JAX; returns warnings when someone patched over us in the meantime."""
-        from jax._src import pjit
+        """Restore JAX; returns warnings when someone patched over us in the meantime.
 
-        problems = []
+        Never raises. A function that someone else put in place of ours is left as it is (and
+        if it still calls our wrapper, the wrapper just calls JAX's original from now on).
+        """
+        problems: list[str] = []
+        if not self._active:
+            return problems
+        self._active = False
+        try:
+            from jax._src import pjit
+        except Exception as exc:  # pragma: no cover - JAX was there at install time
+            return [f"could not restore JAX's internals ({exc})"]
         for name, original in self._originals.items():
-            current = getattr(pjit, name)
-            ours = getattr(current, "__self__", None) is self or (
-                isinstance(current, _LowerWrapper) and current._hooks is self)
-            if ours:
-                setattr(pjit, name, original)
-            else:
-                problems.append(f"jax._src.pjit.{name} was replaced by someone else during the "
-                                "run; left as it is")
-        self._originals = {}
+            try:
+                current = getattr(pjit, name, None)
+                ours = getattr(current, "__self__", None) is self or (
+                    isinstance(current, _LowerWrapper) and current._hooks is self)
+                if ours:
+                    setattr(pjit, name, original)
+                else:
+                    problems.append(f"jax._src.pjit.{name} was replaced by someone else during "
+                                    "the run; left as it is")
+            except Exception as exc:
+                problems.append(f"could not restore jax._src.pjit.{name} ({exc})")
         return problems
 
     # -- the wrapped functions (miss path only) --------------------------------------------------
@@ -144,6 +333,8 @@ class Hooks:
         from jax._src.interpreters import partial_eval as pe
 
         original = self._originals["_trace_for_jit"]
+        if not self._active:
+            return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest)
         try:
             misses_before = _misses(pe.trace_to_jaxpr)
         except Exception as exc:  # never raise into user code: run JAX's own function
@@ -191,6 +382,8 @@ class _LowerWrapper:
 
     def __call__(self, jaxpr, *args, **kwargs):
         cache = self._cache
+        if not self._hooks._active:
+            return cache(jaxpr, *args, **kwargs)
         try:
             misses_before = _misses(cache)
         except Exception as exc:  # never raise into user code: run JAX's own function
@@ -221,7 +414,7 @@ def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
     dbg = getattr(jaxpr.jaxpr, "debug_info", None)
     name, defined_at = _name_and_location(dbg, fallback=str(args[6]) if len(args) > 6 else "?")
     names = _arg_names(dbg, len(jaxpr.in_avals))
-    leaves = {n: _leaf(a) for n, a in zip(names, jaxpr.in_avals)}
+    leaves = {n: _leaf(a) for n, a in zip(names, jaxpr.in_avals, strict=False)}
     # Keys are (weakref(jaxpr), trace context, positional args, kwargs); ours is the newest.
     earlier = [key[2] for key in cache.cache_keys() if key[0]() is jaxpr]
     earlier = [key for key in earlier if tuple(key) != tuple(args)]
@@ -233,13 +426,13 @@ def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
 
 def _key_changes(names: list[str], before: tuple, after: tuple):
     """The lowering-key fields that differ, per argument for the per-argument tuples."""
-    for field, new, old in zip(_LOWER_FIELDS, after, before):
+    for field, new, old in zip(_LOWER_FIELDS, after, before, strict=False):
         if new == old:
             continue
         per_argument = (isinstance(new, tuple) and isinstance(old, tuple)
                         and len(new) == len(old) == len(names))
         if per_argument:
-            for name, n, o in zip(names, new, old):
+            for name, n, o in zip(names, new, old, strict=False):
                 if n != o:
                     yield Change(field, _short_repr(o), _short_repr(n), argument=name)
         else:
@@ -251,7 +444,7 @@ def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr)
     if frames.owner_of(frames.path_of(defined_at)) == "library":
         defined_at = _user_function_behind(fun, ji, args, name) or defined_at
     names = _arg_names(dbg, len(avals))
-    leaves = {n: _leaf(a) for n, a in zip(names, avals)}
+    leaves = {n: _leaf(a) for n, a in zip(names, avals, strict=False)}
     params = _param_names(ji, len(args))
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
@@ -292,7 +485,7 @@ def _user_function_behind(fun: Any, ji: Any, args: tuple, name: str) -> str | No
 
 def _filled(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:
         return False
     return True
@@ -327,16 +520,24 @@ def function_kind(fun: Any) -> str:
 
 
 def _misses(cache: Any) -> int:
-    return cache.cache_info().misses
+    return int(cache.cache_info().misses)
+
+
+_LOCATION = re.compile(r"\S.*:\d+")
 
 
 def _name_and_location(dbg: Any, fallback: str) -> tuple[str, str | None]:
-    """Split DebugInfo.func_src_info (``"f at /path/file.py:12"``) into name and location."""
+    """Split DebugInfo.func_src_info (``"f at /path/file.py:12"``) into name and location.
+
+    The name itself may contain " at " (``functools.partial`` reprs, a ``__name__`` set by hand),
+    so the split is on the last one, and only a ``path:line`` tail counts as a location.
+    """
     src = getattr(dbg, "func_src_info", None) or ""
-    name, sep, where = src.partition(" at ")
-    if not sep:
-        return (getattr(dbg, "func_name", None) or fallback), None
-    return name or fallback, where
+    func_name = getattr(dbg, "func_name", None)
+    name, sep, where = src.rpartition(" at ")
+    if sep and _LOCATION.fullmatch(where):
+        return name or func_name or fallback, where
+    return func_name or src or fallback, None
 
 
 def _arg_names(dbg: Any, count: int) -> list[str]:
