@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         save_session,
         to_pandas,
     )
-    from recompile_cli.guard import (
+    from recompile_cli.guards import (
         Guard,
         GuardViolation,
         RecompileLimitExceeded,
@@ -46,7 +46,7 @@ _LAZY = {
     **dict.fromkeys(["Frames", "RecompileReport", "Recording", "analyse", "load_session",
                      "record", "save_session", "to_pandas"], "recompile_cli.api"),
     **dict.fromkeys(["Guard", "GuardViolation", "RecompileLimitExceeded", "RecompileWarning",
-                     "guard", "install_guard"], "recompile_cli.guard"),
+                     "guard", "install_guard"], "recompile_cli.guards"),
 }
 
 
@@ -55,7 +55,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'recompile_cli' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # also undoes the rebinding of `guard` to the submodule on import
+    globals()[name] = value
     return value
 
 

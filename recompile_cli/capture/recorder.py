@@ -14,13 +14,16 @@ import platform
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 from recompile_cli.capture import frames, jax_internals
 from recompile_cli.capture.stale import Snapshot
-from recompile_cli.session.model import (Change, Environment, Event, Leaf, Session, Signature, StaleCapture,
-                    TraceError)
+from recompile_cli.session.events_log import EventLog
+from recompile_cli.session.model import (Change, Environment, Event, HookMode, Leaf, Owner,
+                                         Session, Signature, StaleCapture, TraceError)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -35,8 +38,8 @@ _CACHE_STATUS = {
 }
 CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
 
-PRIVATE = "private"
-PUBLIC_ONLY = "public-only"
+PRIVATE = HookMode.PRIVATE
+PUBLIC_ONLY = HookMode.PUBLIC_ONLY
 
 
 @dataclass
@@ -78,19 +81,33 @@ def _bare(name: str | None) -> str | None:
 class Recorder:
     """Start, run the program, stop: ``with Recorder() as rec: ...; session = rec.session``.
 
+    The recorder owns everything captured while the program runs: the events, the calls counted
+    per function, the target's failure, and the events log it streams to.
+
     Args:
         target: a label for what is being profiled, kept in the session.
         hook_mode: ``"private"`` (default; falls back to public-only when the internals are
             missing) or ``"public-only"`` to use only the public monitoring events.
-        sink: called with each event every time it changes (trace, lowering, compile), for
-            streaming; events are identified by ``seq`` = creation order there.
+        events_log: stream every event, each time it changes, to this JSON-lines file
+            (flushed), so that a killed run leaves everything recorded until then.
+        on_compile: called with each top-level event when its backend compile completes, on
+            the compiling thread, inside the user's jitted call. Unlike every other callback,
+            what it raises is not caught: it reaches that call (the runtime guard uses this).
     """
 
     def __init__(self, target: str = "", hook_mode: str = PRIVATE,
-                 sink: Callable[[Event], None] | None = None) -> None:
+                 events_log: str | Path | None = None,
+                 on_compile: Callable[[Event], None] | None = None) -> None:
         self.target = target
+        self._on_compile = on_compile
         self._requested_mode = hook_mode
-        self._sink = sink
+        self._events_log_path = events_log
+        self._log: EventLog | None = None
+        self.calls: dict[str, int] = {}  # function key -> calls counted, where known
+        self._failures: list[str] = []
+        self.calls_planned: int | None = None  # for "(3 of 40 calls raised)"
+        self.interrupted: int | None = None  # exit code when a signal stopped the target
+        self.failure_traceback: str | None = None  # the first failure's, as Python prints it
         self.compiles = 0  # backend compiles so far (for progress displays)
         self.hook_mode = hook_mode
         self._lock = threading.Lock()
@@ -130,16 +147,43 @@ class Recorder:
                                       "jax.monitoring events only, without causes")
         self.hook_mode = PRIVATE if self._hooks else PUBLIC_ONLY
         self._cache_dir = _configured_cache_dir()
-        monitoring.register_event_duration_secs_listener(self._on_duration)
-        monitoring.register_event_listener(self._on_event)
+        jax_internals.register_listener("event_duration", self._on_duration)
+        jax_internals.register_listener("event", self._on_event)
+        if self._events_log_path is not None:
+            self._log = EventLog(self._events_log_path)
+            self._log.header(self.environment(), self.target, self.base_context)
         return self
 
-    def stop(self, target_exception: str | None = None,
-             calls: dict[str, int] | None = None) -> Session:
+    def count_call(self, key: str) -> int:
+        """Count one call of the function ``key``; returns its 0-based index."""
+        index = self.calls.get(key, 0)
+        self.calls[key] = index + 1
+        return index
+
+    def fail(self, message: str, exc: BaseException | None = None) -> None:
+        """Record that the target raised, exited or was interrupted: a one-line ``message``
+        and, for the first failure, the user's traceback of ``exc``."""
+        if exc is not None and self.failure_traceback is None:
+            self.failure_traceback = frames.user_traceback(exc)
+        self._failures.append(message)
+
+    @property
+    def failure(self) -> str | None:
+        """The first failure, and how many calls failed when there were several."""
+        if not self._failures:
+            return None
+        text = self._failures[0]
+        if len(self._failures) > 1 and self.calls_planned:
+            text += f" ({len(self._failures)} of {self.calls_planned} calls raised)"
+        return text
+
+    def stop(self) -> Session:
+        """Stop listening, restore JAX, and return the frozen ``Session`` (also ``.session``)."""
         from jax import monitoring
 
         self._wall = time.perf_counter() - self._t0
-        _unregister(monitoring, "event_duration", self._on_duration)
+        self.set_call(None, None)
+        _unregister(monitoring, "event_duration", self._on_duration, self._warnings)
         _unregister(monitoring, "event", self._on_event)
         if self._hooks is not None:
             self._warnings.extend(self._hooks.uninstall())
@@ -150,7 +194,11 @@ class Recorder:
         if self.hook_mode == PUBLIC_ONLY and self._requested_mode == PUBLIC_ONLY:
             self._warnings.append("hook mode public-only: causes and signatures are not "
                                   "recorded")
-        self.session = self.snapshot(target_exception, calls, final=True)
+        if self._log is not None and self._log.problem:
+            self._warnings.append(self._log.problem)
+        self.session = self.snapshot(final=True)
+        if self._log is not None:
+            self._log.end(self.session)
         return self.session
 
     def environment(self) -> Environment:
@@ -164,30 +212,28 @@ class Recorder:
     def base_context(self) -> dict[str, str]:
         return dict(self._base_context)
 
-    def snapshot(self, target_exception: str | None = None,
-                 calls: dict[str, int] | None = None, final: bool = False) -> Session:
+    def snapshot(self, final: bool = False) -> Session:
         """A frozen ``Session`` of everything recorded so far; recording goes on."""
         wall = self._wall if final else time.perf_counter() - self._t0
         stale = self._stale_captures()
-        warnings = list(self._warnings) + [
-            f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
-            f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
-            f"{s.traced_value}. Pass it as an argument (static if it changes the program)."
-            for s in stale]
+        warnings = list(self._warnings)
         with self._lock:
             drafts = sorted(self._drafts, key=lambda d: d.start)
         return Session(
             environment=self.environment(),
             target=self.target, events=tuple(_freeze(i, d) for i, d in enumerate(drafts)),
-            wall_seconds=wall, base_context=dict(self._base_context), calls=dict(calls or {}),
+            wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
-            target_exception=target_exception)
+            target_exception=self.failure)
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self.start()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.stop(None if exc is None else f"{type(exc).__name__}: {exc}")
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        if exc is not None:
+            self.fail(exception_summary("the recorded block", exc))
+        self.stop()
 
     def set_call(self, index: int | None, label: str | None, of: str | None = None) -> None:
         """Tell the recorder which call (``index``, 0-based) of which function (``of``, a
@@ -195,7 +241,7 @@ class Recorder:
         self._call_index, self._call_label, self._call_of = index, label, of
 
     @contextlib.contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """Ignore what JAX compiles inside this block (e.g. building the target's arguments)."""
         self._paused = True
         try:
@@ -209,14 +255,19 @@ class Recorder:
 
     # -- callbacks (miss path only; none may raise) ----------------------------------------------
     def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+        compiled: Event | None = None
         try:
             stage = _STAGES.get(event)
             if stage is not None and not self._paused:
-                self._on_stage(stage, _bare(kwargs.get("fun_name")), duration)
+                draft = self._on_stage(stage, _bare(kwargs.get("fun_name")), duration)
+                if draft is not None and self._on_compile is not None and draft.depth == 0:
+                    compiled = _freeze(draft.id, draft)
             elif event == CACHE_SAVED_EVENT:
                 self._local.cache_saved = duration
         except Exception as exc:
             self._on_internal_error(exc)
+        if compiled is not None and self._on_compile is not None:
+            self._on_compile(compiled)  # outside the guard: what it raises reaches the call
 
     def _on_event(self, event: str, **kwargs: Any) -> None:
         try:
@@ -228,7 +279,8 @@ class Recorder:
         except Exception as exc:
             self._on_internal_error(exc)
 
-    def _on_stage(self, stage: str, name: str | None, seconds: float) -> None:
+    def _on_stage(self, stage: str, name: str | None, seconds: float) -> _Draft | None:
+        """Fill in the current event with a stage; returns it when a backend compile ended."""
         local = self._local
         start = time.perf_counter() - self._t0 - seconds  # the duration event fires at the end
         current: _Draft | None = getattr(local, "current", None)
@@ -237,36 +289,37 @@ class Recorder:
                 local.current = self._new(name or "?", None, depth=0, seconds=seconds)
                 local.current.traced, local.current.trace_seconds = True, seconds
                 self._emit(local.current)
-            return
+            return None
         if stage == "lower" and self._hooks is not None:
             local.pending_lower = (seconds, start)  # claimed by _on_lower right after
-            return
+            return None
         fits = (current is not None and current.function == name
                 and not (current.lowered if stage == "lower" else current.compiled))
-        if not fits:
+        if current is None or not fits:
             current = self._new(name or "?", None, depth=0, seconds=seconds)
             local.current = current
         if stage == "lower":
             current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
-        else:
-            pending = getattr(local, "pending_lower", None)
-            if pending is not None and not current.lowered:  # lowered outside the hooked path
-                current.lowered = True
-                current.lower_seconds, current.lower_start = pending
-            local.pending_lower = None
-            current.compiled, current.compile_seconds, current.compile_start = (
-                True, seconds, start)
-            self.compiles += 1
-            current.persistent_cache = getattr(local, "cache_status", None)
-            current.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
-            local.cache_status, local.cache_saved = None, 0.0
+            self._emit(current)
+            return None
+        pending = getattr(local, "pending_lower", None)
+        if pending is not None and not current.lowered:  # lowered outside the hooked path
+            current.lowered = True
+            current.lower_seconds, current.lower_start = pending
+        local.pending_lower = None
+        current.compiled, current.compile_seconds, current.compile_start = True, seconds, start
+        self.compiles += 1
+        current.persistent_cache = getattr(local, "cache_status", None)
+        current.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
+        local.cache_status, local.cache_saved = None, 0.0
         self._emit(current)
+        return current
 
     def _on_trace(self, info: jax_internals.TraceInfo) -> None:
         if self._paused:
             return
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
-                          owner="jax" if info.eager_primitive else None)
+                          owner=Owner.JAX if info.eager_primitive else None)
         draft.traced, draft.trace_seconds, draft.jaxpr_id = True, info.seconds, info.jaxpr_id
         context = {k: v for k, v in info.context.items() if self._base_context.get(k) != v}
         draft.signature = Signature(
@@ -275,7 +328,7 @@ class Recorder:
             function_id=self._function_id(info.fun), function_kind=info.function_kind)
         if info.error is not None:
             draft.error = _trace_error(info.error, info.leaves)
-        elif draft.owner == "user":
+        elif draft.owner == Owner.USER:
             snapshot = Snapshot.take(info.fun)
             if snapshot is not None:
                 self._snapshots.append((info.name, info.defined_at, snapshot))
@@ -317,9 +370,9 @@ class Recorder:
         return draft
 
     def _emit(self, draft: _Draft) -> None:
-        """Hand the event, as it is now, to the streaming sink (``--events-log``), if any."""
-        if self._sink is not None:
-            self._sink(_freeze(draft.id, draft))
+        """Stream the event, as it is now, to the events log (``--events-log``), if any."""
+        if self._log is not None:
+            self._log.event(_freeze(draft.id, draft))
 
     def _stale_captures(self) -> list[StaleCapture]:
         found: dict[tuple, StaleCapture] = {}
@@ -358,11 +411,15 @@ def _configured_cache_dir() -> str | None:
         return None
 
 
-def _unregister(monitoring: Any, kind: str, callback: Any) -> None:
-    public = getattr(monitoring, f"unregister_{kind}_listener", None)
-    if public is None:  # JAX < 0.8 has only the private, test-only unregister
-        public = getattr(monitoring, f"_unregister_{kind}_listener_by_callback")
-    public(callback)
+def _unregister(monitoring: Any, kind: str, callback: Any,
+                warnings: list[str] | None = None) -> None:
+    """Remove a ``jax.monitoring`` listener; never raises (the API differs across JAX versions,
+    see ``jax_internals.unregister_listener``). Notes in ``warnings`` when it was already gone."""
+    del monitoring  # jax_internals picks the right API for the installed JAX
+    if not jax_internals.unregister_listener(kind, callback) and warnings is not None:
+        warnings.append("the jax.monitoring listeners were removed while the program ran (e.g. "
+                        "by jax.monitoring.clear_event_listeners()); compiles after that were "
+                        "not recorded")
 
 
 def _trace_error(exc: BaseException, leaves: dict[str, Leaf]) -> TraceError:
@@ -391,3 +448,14 @@ def _freeze(seq: int, d: _Draft) -> Event:
         persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
         call_of=d.call_of, lower_start_seconds=d.lower_start,
         compile_start_seconds=d.compile_start)
+
+
+def exception_summary(what: str, exc: BaseException) -> str:
+    """``what raised TypeError at prog.py:7: message`` (first line), safe for any exception."""
+    try:
+        first = (str(exc).strip().splitlines() or [""])[0]
+    except Exception:  # an exception whose __str__ raises
+        first = f"<{type(exc).__name__} whose message cannot be shown>"
+    where = frames.user_frame_of(exc)
+    at = f" at {frames.relative(where)}" if where else ""
+    return f"{what} raised {type(exc).__name__}{at}: {first}".rstrip(": ")

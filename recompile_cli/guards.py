@@ -10,13 +10,13 @@
     ...
     handle.uninstall()
 
-The guard is a ``Recorder`` (the same one as the command line's) that, each time one of the
-guarded functions finishes a backend compile, counts it and, beyond the limit, analyses that
-function's events with the CLI's analysis: cause, argument, ``before -> after`` and suggestion.
-It then acts in the user's call, on the thread that compiled:
+The guard is a ``Recorder`` (the same one as the command line's) whose ``on_compile``
+callback, each time one of the guarded functions finishes a backend compile, counts it and,
+beyond the limit, analyses that function's events with the CLI's analysis: cause, argument,
+``before -> after`` and suggestion. It then acts in the user's call, on the thread that compiled:
 
 * ``on="warn"``: a ``RecompileWarning`` (a ``UserWarning``) attributed to the user's file and
-  line, so ``warnings.filterwarnings`` / ``-W error::recompile_cli.guard.RecompileWarning`` apply;
+  line, so ``warnings.filterwarnings`` / ``-W error::recompile_cli.guards.RecompileWarning`` apply;
 * ``on="log"``: a WARNING record on the logger ``recompile_cli.guard`` (with the user's file and
   line, and the ``GuardViolation`` as ``record.recompile``);
 * ``on="raise"``: ``RecompileLimitExceeded`` (a ``RuntimeError``) out of the jitted call that
@@ -37,7 +37,7 @@ exception: calls are counted by wrapping the functions that are jitted while the
 installed (as ``recompile-cli run --count-calls`` does, ~1-3 us per call); a function jitted
 before, e.g. at import, is not counted, and its compiles count from the first.
 
-Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guard
+Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guards
 train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
 installed; ``install_guard()`` without arguments reads the same variable. Its syntax::
 
@@ -185,8 +185,8 @@ class Guard:
     def __init__(self, config: GuardConfig) -> None:
         self.config = config
         self.violations: list[GuardViolation] = []
-        self._recorder: _GuardRecorder | None = None
-        self._stopped: _GuardRecorder | None = None  # the recorder of the last installation
+        self._recorder: Recorder | None = None
+        self._stopped: Recorder | None = None  # the recorder of the last installation
         self._counter: Any = None
 
     @property
@@ -197,7 +197,7 @@ class Guard:
         """Start guarding (does nothing when the config is disabled or already installed)."""
         if self._recorder is not None or not self.config.enabled:
             return self
-        recorder = _GuardRecorder(self)
+        recorder = _Watch(self).recorder
         recorder.start()
         self._recorder = recorder
         if self.config.warmup_calls:
@@ -258,90 +258,75 @@ class Guard:
                                registry=registry, module_globals=module_globals)
 
 
-class _GuardRecorder(Recorder):
-    """The recorder with a check each time a top-level compile is complete.
-
-    The check runs in ``_emit`` (inside the recorder's error guard: a bug there cannot break
-    the user's program); what to do is kept for the thread and done in ``_on_duration`` after
-    the recorder's own handling, outside that guard, so that a raise reaches the caller.
-    """
+class _Watch:
+    """The guard's ``on_compile`` callback: counts each top-level compile of a guarded function
+    and, beyond the limit, explains it with the CLI's analysis and acts, on the compiling
+    thread, inside the user's call (the recorder lets what it raises through)."""
 
     def __init__(self, owner: Guard) -> None:
-        super().__init__("recompile_cli.guard")
+        self.recorder = Recorder("recompile_cli.guard", on_compile=self)
         self._guard = owner
         self._compiles: dict[str, int] = {}
         self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
         self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
-        self._checked: set[int] = set()
-        self._pending = threading.local()
-        self._count_lock = threading.Lock()
+        self._lock = threading.Lock()
 
-    def _emit(self, draft: Any) -> None:
-        super()._emit(draft)
-        if not draft.compiled or draft.depth or draft.id in self._checked:
+    def __call__(self, event: Event) -> None:
+        user_frame = _user_frame(sys._getframe(1))
+        try:
+            violation = self._check(event, user_frame)
+        except Exception:  # never turn a bug of ours into the user's error
             return
-        self._checked.add(draft.id)
+        if violation is not None:
+            self._guard._act(violation, user_frame)
+
+    def _check(self, event: Event, user_frame: types.FrameType | None
+               ) -> GuardViolation | None:
         config = self._guard.config
-        limit = config.limit_of(draft.function, draft.owner)
+        limit = config.limit_of(event.function, event.owner)
         if limit is None:
-            return
-        key = self._key_of(draft)
+            return None
+        key = self._key_of(event)
         if config.warmup_calls:
-            calls = self.calls.get(key)
+            calls = self.recorder.calls.get(key)
             if calls is not None and calls <= config.warmup_calls:
-                return  # during the function's first warmup_calls calls
-        with self._count_lock:
+                return None  # during the function's first warmup_calls calls
+        with self._lock:
             count = self._compiles[key] = self._compiles.get(key, 0) + 1
-        if count > limit:
-            self._pending.violation = (draft.id, key, count, limit)
+        if count <= limit:
+            return None
+        return self._explain(event, key, count, limit, user_frame)
 
-    def _key_of(self, draft: Any) -> str:
-        """The function key of a draft. A compile without a re-trace or lowering of its own
+    def _key_of(self, event: Event) -> str:
+        """The function key of an event. A compile without a re-trace or lowering of its own
         (the same arguments again after a compile that raised) has no ``defined_at``: it
         belongs to the one function of that name seen before, when there is one."""
-        if draft.defined_at is not None:
-            key = function_key(draft.function, draft.defined_at)
-            known = self._keys_by_name.setdefault(draft.function, key)
+        if event.defined_at is not None:
+            key = function_key(event.function, event.defined_at)
+            known = self._keys_by_name.setdefault(event.function, key)
             if known is not None and known != key:
-                self._keys_by_name[draft.function] = None
+                self._keys_by_name[event.function] = None
             return key
-        return (self._keys_by_name.get(draft.function)
-                or function_key(draft.function, draft.defined_at))
+        return (self._keys_by_name.get(event.function)
+                or function_key(event.function, event.defined_at))
 
-    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
-        super()._on_duration(event, duration, **kwargs)
-        pending = getattr(self._pending, "violation", None)
-        if pending is None:
-            return
-        self._pending.violation = None
-        user_frame = _user_frame(sys._getframe(1))
-        draft_id, key, count, limit = pending
-        try:
-            violation = self._explain(draft_id, key, count, limit, user_frame)
-        except Exception as exc:  # never turn a bug of ours into the user's error
-            self._on_internal_error(exc)
-            return
-        self._guard._act(violation, user_frame)
-
-    def _explain(self, draft_id: int, key: str, count: int, limit: int,
+    def _explain(self, compiled: Event, key: str, count: int, limit: int,
                  user_frame: types.FrameType | None) -> GuardViolation:
-        """Analyse this function's events (the CLI's analysis) to explain compile ``draft_id``."""
+        """Analyse this function's events (the CLI's analysis) to explain the compile."""
         from recompile_cli.analysis.report import analyse
         from recompile_cli.gate.evaluate import describe
 
-        with self._lock:
-            draft = self._drafts[draft_id]
         previous = self._explained.get(key)
-        if draft.defined_at is None and not draft.traced and previous is not None:
+        if compiled.defined_at is None and not compiled.traced and previous is not None:
             violation, described = previous
             message = (f"recompile-cli guard: {violation.function} compiled {count} times, "
                        f"limit {limit}. This compile repeats one that already exceeded the limit "
                        f"(JAX keeps no executable of a compile whose call raised): {described}.")
             return replace(violation, compiles=count, message=message)
-        session = self.snapshot()
+        session = self.recorder.snapshot()
         events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
         report = analyse(replace(session, events=tuple(events)))
-        event = _event_of(events, draft)
+        event = _event_of(events, compiled)
         cause = report.primary(event)
         call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
                      if user_frame is not None else event.call_site)
@@ -349,7 +334,7 @@ class _GuardRecorder(Recorder):
                           None)
         described = describe(report, [replace(event, call_site=call_site)])
         warmup = ""
-        if self._guard.config.warmup_calls and key not in self.calls:
+        if self._guard.config.warmup_calls and key not in self.recorder.calls:
             warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
                       "guard was installed, so its calls are not counted)")
         message = (f"recompile-cli guard: {event.function} compiled {count} times, limit "
@@ -365,12 +350,12 @@ class _GuardRecorder(Recorder):
         return violation
 
 
-def _event_of(events: Sequence[Event], draft: Any) -> Event:
-    """The frozen event of a draft: ``snapshot`` numbers events by start time, so find it by
-    its function and start rather than by number."""
-    start = max(draft.start, 0.0)
+def _event_of(events: Sequence[Event], compiled: Event) -> Event:
+    """``compiled`` as numbered in a snapshot (which numbers events by start time): found by
+    its function and start."""
     for event in reversed(events):
-        if event.compiled and event.function == draft.function and event.start_seconds == start:
+        if (event.compiled and event.function == compiled.function
+                and event.start_seconds == compiled.start_seconds):
             return event
     return [e for e in events if e.compiled][-1]
 
@@ -490,20 +475,20 @@ def _spec_error(text: str, problem: str) -> str:
             "matching GLOB) or warmup_calls=N, e.g. raise:train_*=1,warmup_calls=2")
 
 
-# -- python -m recompile_cli.guard SCRIPT [ARGS] ---------------------------------------------------
+# -- python -m recompile_cli.guards SCRIPT [ARGS] ------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
     import runpy
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guard "
+        print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guards "
               "SCRIPT [ARGS...]\n\n" + (__doc__ or "").split("Without code changes:")[1].strip())
         return 0 if args else 2
     try:
         handle = install_guard()
     except ValueError as exc:
-        print(f"recompile_cli.guard: {exc}", file=sys.stderr)
+        print(f"recompile_cli.guards: {exc}", file=sys.stderr)
         return 2
     script = args[0]
     saved_argv, saved_path = sys.argv[:], sys.path[:]
@@ -517,17 +502,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-class _CallableModule(types.ModuleType):
-    """``recompile_cli.guard`` is both this module and the ``guard()`` function: whichever
-    of the two the package attribute holds (importing the submodule rebinds it), calling it
-    makes a guard."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Guard:
-        return guard(*args, **kwargs)
-
-
 if __name__ == "__main__":
     sys.exit(main())
-elif __name__ == "recompile_cli.guard":
-    sys.modules[__name__].__class__ = _CallableModule
-
