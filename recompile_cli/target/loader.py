@@ -10,7 +10,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,19 +114,12 @@ def check_script(path: str) -> Path:
 
 
 def _import_failed(name: str, exc: BaseException) -> TargetError:
-    return TargetError(f"Importing {name} raised {type(exc).__name__}: {exc} "
+    from recompile_cli.capture.frames import user_frame_of
+
+    try:
+        message = str(exc)
+    except Exception:  # an exception whose __str__ raises
+        message = "(its message cannot be shown)"
+    return TargetError(f"Importing {name} raised {type(exc).__name__}: {message} "
                        f"(at {user_frame_of(exc) or 'unknown location'}). Fix the error in the "
                        "module, or check that its dependencies are installed.")
-
-
-def user_frame_of(exc: BaseException) -> str | None:
-    """``file:line`` of the innermost traceback frame outside installed packages and ours."""
-    from recompile_cli.capture import frames
-
-    found = None
-    for entry in traceback.extract_tb(exc.__traceback__):
-        if frames.is_user_file(entry.filename):
-            found = f"{entry.filename}:{entry.lineno}"
-    if found is None and isinstance(exc, SyntaxError) and exc.filename:
-        found = f"{exc.filename}:{exc.lineno}"
-    return found
