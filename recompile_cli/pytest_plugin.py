@@ -77,8 +77,8 @@ class Recompiles:
 
 
 def _limits(n: Any, per_function: dict[str, Any]) -> Gates:
-    """The gates of ``max_compiles(n, name=limit, ...)``; ``pytest.UsageError`` when a limit is
-    not a non-negative integer."""
+    """The gates of ``max_compiles(n, name=limit, ...)``; ``ValueError`` when a limit is not a
+    non-negative integer."""
     from recompile_cli.gate.budgets import Budget
     from recompile_cli.gate.evaluate import Gates
 
@@ -86,7 +86,7 @@ def _limits(n: Any, per_function: dict[str, Any]) -> Gates:
         if value is None and name == "n":
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise pytest.UsageError(
+            raise ValueError(
                 f"@pytest.mark.{MARKER}: {name}={value!r} is not a compile limit. Use "
                 f"{MARKER}(N) for every user function or {MARKER}(function_name=N, ...) with "
                 "non-negative integers (globs allowed in names).")
@@ -115,10 +115,16 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return (yield)
-    if len(marker.args) > 1:
-        raise pytest.UsageError(f"@pytest.mark.{MARKER} takes at most one positional limit, "
-                                f"got {marker.args!r} ({item.nodeid}).")
-    gates = _limits(marker.args[0] if marker.args else None, dict(marker.kwargs))
+    usage = None
+    try:
+        if len(marker.args) > 1:
+            raise ValueError(f"@pytest.mark.{MARKER} takes at most one positional limit, got "
+                             f"{marker.args!r}.")
+        gates = _limits(marker.args[0] if marker.args else None, dict(marker.kwargs))
+    except ValueError as exc:
+        usage = str(exc)
+    if usage is not None:  # a usage message, not a traceback into the plugin
+        pytest.fail(f"recompile-cli: {usage}", pytrace=False)
     shared = getattr(item, "funcargs", {}).get("recompiles")
     recording = shared if isinstance(shared, Recompiles) else Recompiles(item.nodeid)
     try:

@@ -384,3 +384,21 @@ def test_pytest_plugin_passes_and_fails_with_the_cause(pytester):
     assert "FAILED test_plugin_usage.py::test_two_shapes" in output
     assert ("recompile-cli: train_step: 2 compiles, budget 1. Excess: shape at x: "
             "f32[3] -> f32[4] (test_plugin_usage.py:13 (test_two_shapes))") in output
+
+
+def test_pytest_marker_arguments_are_validated(pytester):
+    pytester.makepyfile(test_bad_marker="""
+import pytest
+
+@pytest.mark.max_compiles("two")
+def test_limit_is_a_string():
+    pass
+
+@pytest.mark.max_compiles(train_step=-1)
+def test_negative_limit():
+    pass
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert "n='two' is not a compile limit" in output
+    assert result.ret != 0 and "passed" not in result.stdout.lines[-1]
