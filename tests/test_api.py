@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import pandas as pd
 import pytest
+from jax_support import requires_private_hooks
 
 import recompile_cli
 from recompile_cli.analysis.report import CAUSE_COLUMNS, EVENT_COLUMNS, FUNCTION_COLUMNS
@@ -37,6 +38,7 @@ def test_import_is_cheap_and_side_effect_free():
     assert out.strip() == "[]"
 
 
+@requires_private_hooks
 def test_record_block_gives_a_frozen_session_and_the_cli_report():
     with recompile_cli.record("two shapes") as rec:
         assert rec.running
@@ -70,6 +72,7 @@ def test_default_label_is_the_blocks_file_and_line():
     assert re.fullmatch(r".*test_api\.py:\d+", rec.session.target)
 
 
+@requires_private_hooks
 def test_record_as_decorator_bare_and_with_a_label():
     @recompile_cli.record
     def run():
@@ -110,6 +113,7 @@ def test_session_before_recording_is_an_error():
         recompile_cli.record().session
 
 
+@requires_private_hooks
 def test_to_pandas_gives_the_csv_tables():
     with recompile_cli.record() as rec:
         two_shapes()
@@ -129,6 +133,7 @@ def test_to_pandas_gives_the_csv_tables():
     assert rec.report.cause_table.loc[0, "code"] == "shape"
 
 
+@requires_private_hooks
 def test_save_load_analyse_round_trip(tmp_path):
     with recompile_cli.record() as rec:
         two_shapes()
@@ -143,6 +148,7 @@ def test_save_load_analyse_round_trip(tmp_path):
     assert recompile_cli.load_session(tmp_path / "again.json") == loaded
 
 
+@requires_private_hooks
 def test_check_evaluates_the_cli_gate():
     with recompile_cli.record() as rec:
         two_shapes()
@@ -156,6 +162,7 @@ def test_check_evaluates_the_cli_gate():
     assert rec.report.check(fail_on=["shape"]).violations
 
 
+@requires_private_hooks
 def test_html_display_is_a_self_contained_fragment_with_causes_and_suggestions():
     with recompile_cli.record() as rec:
         two_shapes()
@@ -189,6 +196,7 @@ def test_pretty_repr_is_the_terminal_report():
     assert pretty.pretty(rec.report) == rec.report.text().rstrip("\n")
 
 
+@requires_private_hooks
 def test_show_all_lists_jax_internals():
     with recompile_cli.record() as rec:
         step(jnp.ones(3))

@@ -13,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
+from jax_support import requires_private_hooks
 
 import recompile_cli
 from recompile_cli.guards import (
@@ -43,6 +44,7 @@ def eval_step(x):
     return (x + 1.0).sum()
 
 
+@requires_private_hooks
 def test_warn_names_function_cause_argument_values_and_call_site():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -66,6 +68,7 @@ def test_warn_names_function_cause_argument_values_and_call_site():
     assert guard.violations == [violation]
 
 
+@requires_private_hooks
 def test_warnings_filter_can_turn_it_into_an_error():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)
@@ -75,6 +78,7 @@ def test_warnings_filter_can_turn_it_into_an_error():
                 train_step(jnp.ones(4))
 
 
+@requires_private_hooks
 def test_raise_comes_out_of_the_call_that_recompiled_and_jax_stays_usable():
     with recompile_cli.guard(max_compiles=1, on="raise"):
         assert float(train_step(jnp.ones(3))) == 6.0
@@ -94,6 +98,7 @@ def test_raise_comes_out_of_the_call_that_recompiled_and_jax_stays_usable():
     assert float(train_step(jnp.ones(5))) == 10.0  # uninstalled: compiles and runs
 
 
+@requires_private_hooks
 def test_log_mode_emits_a_record_at_the_call_site(caplog):
     caplog.set_level(logging.WARNING, logger="recompile_cli.guard")
     with recompile_cli.guard(max_compiles=1, on="log"):
@@ -138,6 +143,7 @@ def test_limits_per_glob():
             eval_step(jnp.ones(3))
 
 
+@requires_private_hooks
 def test_warmup_calls_are_not_counted_for_functions_jitted_under_the_guard():
     with recompile_cli.guard(max_compiles=0, warmup_calls=2, on="raise"):
         step = jax.jit(lambda x: x * 3.0)
@@ -212,11 +218,12 @@ def test_bad_arguments():
 
 
 def test_guard_is_the_function_even_after_importing_the_module():
-    import recompile_cli.guards  # noqa: F401
+    import recompile_cli.guards
 
     assert isinstance(recompile_cli.guard(max_compiles=2), recompile_cli.Guard)
 
 
+@requires_private_hooks
 def test_python_m_recompile_cli_guard_runs_a_script_with_the_env_guard(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from jax_support import requires_private_hooks
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")
@@ -87,6 +88,7 @@ def executed(tmp_path_factory):
     return notebook, saved
 
 
+@requires_private_hooks
 def test_cell_magic_shows_the_report_and_the_gate_inline(executed):
     notebook, _ = executed
     cell = notebook.cells[2]
@@ -100,6 +102,7 @@ def test_cell_magic_shows_the_report_and_the_gate_inline(executed):
     assert "Re-compilations by cost" in text and "shape" in text
 
 
+@requires_private_hooks
 def test_line_magic_records_one_statement(executed):
     notebook, _ = executed
     html = outputs(notebook.cells[3], "text/html")
@@ -108,6 +111,7 @@ def test_line_magic_records_one_statement(executed):
     assert "owner" in html  # --all lists JAX's functions with their owner
 
 
+@requires_private_hooks
 def test_save_and_last_report(executed):
     notebook, saved = executed
     html = outputs(notebook.cells[4], "text/html")

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 import jax
 import pytest
+from jax_support import requires_private_hooks
 
 from recompile_cli.capture.counting import CallCounter
 from recompile_cli.fileio import atomic_write_text
@@ -192,6 +193,7 @@ def test_negative_max_compiles_is_a_usage_error(cli, program):
 
 
 # -- outputs ------------------------------------------------------------------------------------
+@requires_private_hooks
 def test_an_unwritable_events_log_warns_and_the_report_is_still_written(cli, program, tmp_path):
     path = script(program, "prog", "step(jnp.ones(3))")
     out = tmp_path / "report.json"
@@ -242,6 +244,7 @@ def test_report_to_a_path_without_extension_says_what_to_do(cli, tmp_path):
     assert (folder / "events.csv").exists()
 
 
+@requires_private_hooks
 def test_json_to_stdout_does_not_mix_with_what_the_script_prints(cli, program):
     path = script(program, "talks", "print('hello from the script'); step(jnp.ones(3))")
     result = cli("run", "-f", "json", path)
