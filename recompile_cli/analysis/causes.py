@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from recompile_cli.session.model import Event, Leaf, Signature, function_key
 
@@ -211,18 +212,20 @@ def _passing(sig: Signature) -> str:
 # the shorter of two lists per feature: the items with the query's value, or those without it.
 
 _Key = tuple[int, int]  # (differences, -index): smaller is closer, ties to the most recent
+_Feature = tuple[Hashable, Hashable]  # (feature, value)
+_Item = TypeVar("_Item", bound=Hashable)
 
 
-class _Hamming:
+class _Hamming(Generic[_Item]):
     """Items that all have the same features; counts how many features differ from a query."""
 
     __slots__ = ("postings", "size")
 
     def __init__(self) -> None:
-        self.postings: dict[Hashable, dict[Hashable, list]] = {}
+        self.postings: dict[Hashable, dict[Hashable, list[_Item]]] = {}
         self.size = 0
 
-    def add(self, item: object, features: Iterable[tuple[Hashable, Hashable]]) -> None:
+    def add(self, item: _Item, features: Iterable[_Feature]) -> None:
         self.size += 1
         for feature, value in features:
             self.postings.setdefault(feature, {}).setdefault(value, []).append(item)
@@ -230,10 +233,10 @@ class _Hamming:
     def seen(self, feature: Hashable, value: Hashable) -> bool:
         return value in self.postings.get(feature, {})
 
-    def differences(self, query: Iterable[tuple[Hashable, Hashable]]) -> tuple[int, dict]:
+    def differences(self, query: Iterable[_Feature]) -> tuple[int, dict[_Item, int]]:
         """(base, extra): an item differs in ``base + extra.get(item, 0)`` query features."""
         base = 0
-        extra: dict = {}
+        extra: dict[_Item, int] = {}
         for feature, value in query:
             values = self.postings[feature]
             same = values.get(value, ())
@@ -254,10 +257,10 @@ class _Group:
 
     __slots__ = ("features", "latest", "leaves", "members")
 
-    def __init__(self, features: tuple) -> None:
+    def __init__(self, features: tuple[_Feature, ...]) -> None:
         self.features = features
         self.members: list[int] = []
-        self.leaves = _Hamming()
+        self.leaves: _Hamming[int] = _Hamming()
         self.latest = -1
 
     def nearest(self, query: list[tuple[str, Leaf]]) -> _Key:
@@ -303,9 +306,9 @@ class _Class:
         self.context_set = frozenset(sig.context)
         self.has_id = bool(sig.function_id)
         self.args = frozenset(sig.structure) | self.static_names
-        self.groups: dict[tuple, _Group] = {}
+        self.groups: dict[tuple[_Feature, ...], _Group] = {}
         self.recency: dict[_Group, None] = {}  # least recently extended first
-        self.group_index = _Hamming()
+        self.group_index: _Hamming[_Group] = _Hamming()
         self.leaf_values: dict[str, set[Leaf]] = {}
         self.latest = -1
 
@@ -344,15 +347,17 @@ class _Class:
         return part + len(restructured), same_args, restructured | (new_args ^ self.args)
 
     def queries(self, new: Signature, base_context: dict[str, str], same_args: bool,
-                skipped: set[str]) -> tuple[list, list, int, int]:
+                skipped: frozenset[str]
+                ) -> tuple[list[_Feature], list[tuple[str, Leaf]], int, int]:
         """(group query, leaf query, group floor, leaf floor): the floors count the query's
         values that no signature of this class has."""
-        group_query = ([(("s", name), value) for name, value in new.static.items()
-                        if name in self.static_names]
-                       + [(("c", name), new.context.get(name, base_context.get(name)))
-                          for name in self.context_names]
-                       + ([(("f",), new.function_id)] if self.has_id and new.function_id else [])
-                       + ([(("p",), (new.positional, new.keywords))] if same_args else []))
+        group_query: list[_Feature] = (
+            [(("s", name), value) for name, value in new.static.items()
+             if name in self.static_names]
+            + [(("c", name), new.context.get(name, base_context.get(name)))
+               for name in self.context_names]
+            + ([(("f",), new.function_id)] if self.has_id and new.function_id else [])
+            + ([(("p",), (new.positional, new.keywords))] if same_args else []))
         leaf_query = [(path, leaf) for path, leaf in new.leaves.items()
                       if path in self.paths and _top_name(path) not in skipped]
         leaf_floor = sum(1 for path, leaf in leaf_query if leaf not in self.leaf_values[path])
@@ -360,8 +365,8 @@ class _Class:
                           if not self.group_index.seen(feature, value))
         return group_query, leaf_query, group_floor, leaf_floor
 
-    def search(self, part: int, group_query: list, leaf_query: list, leaf_floor: int,
-               best: _Key | None) -> _Key | None:
+    def search(self, part: int, group_query: list[_Feature], leaf_query: list[tuple[str, Leaf]],
+               leaf_floor: int, best: _Key | None) -> _Key | None:
         base, extra = self.group_index.differences(group_query)
         touched = sorted(((base + more, -group.latest, group) for group, more in extra.items()),
                          key=_first_two)
@@ -377,7 +382,7 @@ class _Class:
         return best
 
 
-def _first_two(item: tuple) -> tuple:
+def _first_two(item: tuple[int, int, _Group]) -> tuple[int, int]:
     return item[0], item[1]
 
 
@@ -391,11 +396,11 @@ class SignatureIndex:
     def __init__(self, base_context: dict[str, str]) -> None:
         self.base_context = base_context
         self.signatures: list[Signature] = []
-        self._classes: dict[tuple, _Class] = {}
+        self._classes: dict[tuple[Hashable, ...], _Class] = {}
         self._class_list: list[_Class] = []
         # class parts by the new signature's arguments, structures and non-base context names:
         # a list aligned with ``_class_list``, extended as classes appear
-        self._parts: dict[tuple, list[tuple[int, bool, frozenset[str]]]] = {}
+        self._parts: dict[tuple[Hashable, ...], list[tuple[int, bool, frozenset[str]]]] = {}
         self._cached = 0
 
     def __len__(self) -> int:

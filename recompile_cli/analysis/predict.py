@@ -9,15 +9,15 @@ compiles the same run would have needed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
-from typing import Callable, Iterable
 
 from recompile_cli.session.model import Leaf, Signature
 
 Transform = Callable[[Signature], Signature]
 
 
-def signature_key(sig: Signature) -> tuple:
+def signature_key(sig: Signature) -> tuple[Hashable, ...]:
     """A hashable identity of everything a jit cache keys on."""
     return (tuple(sorted(sig.leaves.items())), tuple(sorted(sig.static.items())),
             tuple(sorted(sig.structure.items())), sig.positional, sig.keywords,

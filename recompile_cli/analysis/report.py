@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from recompile_cli.analysis.causes import FIRST_COMPILE, Cause, explain_events
+from recompile_cli.analysis.suggest import Suggestion, suggest
 from recompile_cli.capture.frames import path_of
 from recompile_cli.session.model import Event, Session, function_key
-from recompile_cli.analysis.suggest import Suggestion, suggest
 
 FUNCTION_COLUMNS = ["key", "name", "defined_at", "owner", "package", "calls", "traces",
                     "compiles", "errors", "trace_seconds", "lower_seconds", "compile_seconds",
@@ -116,7 +116,8 @@ def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.Dat
         lower_seconds=("lower_seconds", "sum"), compile_seconds=("compile_seconds", "sum"),
     ).reset_index()
     by_key = frame.groupby("key", sort=False)["cause"]
-    table["causes"] = [dict(Counter(by_key.get_group(k)).most_common()) for k in table["key"]]
+    table["causes"] = pd.Series([dict(Counter(by_key.get_group(k)).most_common())
+                                 for k in table["key"]], index=table.index, dtype=object)
     table["calls"] = pd.array([session.calls.get(k) for k in table["key"]], dtype="Int64")
     table["not_user"] = table["owner"] != "user"
     table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],

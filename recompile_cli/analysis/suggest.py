@@ -8,12 +8,22 @@ parent's, and JAX's or a library's internals are not the user's to fix. Predicti
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from recompile_cli.analysis import predict
-from recompile_cli.analysis.causes import (ARG_PASSING, DTYPE, NEW_FUNCTION, SHAPE, SHARDING, STATIC_VALUE,
-                     TRACING_CONTEXT, TREE_STRUCTURE, WEAK_TYPE, Cause)
+from recompile_cli.analysis.causes import (
+    ARG_PASSING,
+    DTYPE,
+    NEW_FUNCTION,
+    SHAPE,
+    SHARDING,
+    STATIC_VALUE,
+    TRACING_CONTEXT,
+    TREE_STRUCTURE,
+    WEAK_TYPE,
+    Cause,
+)
 from recompile_cli.session.model import Event, Signature, function_key
 
 TRACE_ERROR = "trace_error"
@@ -135,7 +145,7 @@ def _same_axis(signatures: list[Signature], values: list[int]) -> list[tuple[str
             if set(vs) == set(values)]
 
 
-def _on_axis(axis: list[tuple[str, int]], bucket) -> predict.Transform:
+def _on_axis(axis: list[tuple[str, int]], bucket: Callable[[int], int]) -> predict.Transform:
     transforms = [predict.map_dim(path, dim, bucket) for path, dim in axis]
 
     def transform(sig: Signature) -> Signature:
@@ -147,8 +157,9 @@ def _on_axis(axis: list[tuple[str, int]], bucket) -> predict.Transform:
 
 
 def _dtype(g: _Group) -> Suggestion:
-    first = g.signatures[0].leaves.get(g.argument or "") if g.signatures else None
-    after = (predict.compiles_after(g.signatures, predict.one_dtype(g.argument, first.dtype))
+    path = g.argument or ""
+    first = g.signatures[0].leaves.get(path) if g.signatures else None
+    after = (predict.compiles_after(g.signatures, predict.one_dtype(path, first.dtype))
              if first else None)
     return Suggestion(g.name, DTYPE, (
         f"`{g.argument}` reached {g.name} with different dtypes ({_listed(g.values())}). Cast "

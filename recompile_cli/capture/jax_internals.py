@@ -31,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,7 +329,8 @@ class Hooks:
         return problems
 
     # -- the wrapped functions (miss path only) --------------------------------------------------
-    def _trace_for_jit(self, fun, ji, ctx_mesh, dbg, avals, args, kwargs, *rest):
+    def _trace_for_jit(self, fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Sequence[Any],
+                       args: tuple[Any, ...], kwargs: dict[str, Any], *rest: Any) -> Any:
         from jax._src.interpreters import partial_eval as pe
 
         original = self._originals["_trace_for_jit"]
@@ -380,7 +381,7 @@ class _LowerWrapper:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cache, name)
 
-    def __call__(self, jaxpr, *args, **kwargs):
+    def __call__(self, jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         cache = self._cache
         if not self._hooks._active:
             return cache(jaxpr, *args, **kwargs)
@@ -410,7 +411,7 @@ _LOWER_FIELDS = ("in_shardings", "out_shardings", "in_layouts", "out_layouts", "
                  "ctx_mesh", "name", "keep_unused", "inline", "compiler_options_kvs")
 
 
-def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
+def _lower_info(cache: Any, jaxpr: Any, args: tuple[Any, ...]) -> LowerInfo:
     dbg = getattr(jaxpr.jaxpr, "debug_info", None)
     name, defined_at = _name_and_location(dbg, fallback=str(args[6]) if len(args) > 6 else "?")
     names = _arg_names(dbg, len(jaxpr.in_avals))
@@ -424,7 +425,8 @@ def _lower_info(cache: Any, jaxpr: Any, args: tuple) -> LowerInfo:
     return LowerInfo(name, defined_at, leaves, changes, id(jaxpr))
 
 
-def _key_changes(names: list[str], before: tuple, after: tuple):
+def _key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...]
+                 ) -> Iterator[Change]:
     """The lowering-key fields that differ, per argument for the per-argument tuples."""
     for field, new, old in zip(_LOWER_FIELDS, after, before, strict=False):
         if new == old:
@@ -439,7 +441,9 @@ def _key_changes(names: list[str], before: tuple, after: tuple):
             yield Change(field, _short_repr(old), _short_repr(new))
 
 
-def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr) -> TraceInfo:
+def _trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[Any, ...],
+                kwargs: dict[str, Any], depth: int, seconds: float, error: BaseException | None,
+                jaxpr: Any) -> TraceInfo:
     name, defined_at = _name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     if frames.owner_of(frames.path_of(defined_at)) == "library":
         defined_at = _user_function_behind(fun, ji, args, name) or defined_at
@@ -461,7 +465,7 @@ def _trace_info(fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr)
         jaxpr_id=None if jaxpr is None else id(jaxpr))
 
 
-def _user_function_behind(fun: Any, ji: Any, args: tuple, name: str) -> str | None:
+def _user_function_behind(fun: Any, ji: Any, args: tuple[Any, ...], name: str) -> str | None:
     """``file:line`` of the user's function that a library's jit wrapper traces for it.
 
     Wrappers such as ``equinox.filter_jit`` jit a function of their own, named after the

@@ -22,8 +22,18 @@ from typing import Any
 from recompile_cli.capture import frames, jax_internals
 from recompile_cli.capture.stale import Snapshot
 from recompile_cli.session.events_log import EventLog
-from recompile_cli.session.model import (Change, Environment, Event, HookMode, Leaf, Owner,
-                                         Session, Signature, StaleCapture, TraceError)
+from recompile_cli.session.model import (
+    Change,
+    Environment,
+    Event,
+    HookMode,
+    Leaf,
+    Owner,
+    Session,
+    Signature,
+    StaleCapture,
+    TraceError,
+)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -130,9 +140,7 @@ class Recorder:
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> "Recorder":
-        from jax import monitoring
-
+    def start(self) -> Recorder:
         self._t0 = time.perf_counter()
         if self._requested_mode == PRIVATE:
             reason = jax_internals.probe()
@@ -375,7 +383,7 @@ class Recorder:
             self._log.event(_freeze(draft.id, draft))
 
     def _stale_captures(self) -> list[StaleCapture]:
-        found: dict[tuple, StaleCapture] = {}
+        found: dict[tuple[str, str | None, str], StaleCapture] = {}
         for name, defined_at, snapshot in self._snapshots:
             try:
                 for variable, scope, then, now in snapshot.stale():
@@ -390,8 +398,8 @@ class Recorder:
         key = id(fun)
         known = self._functions.get(key)
         if known is not None:
-            ref, token = known
-            if (ref() if isinstance(ref, weakref.ref) else ref) is fun:
+            old_ref, token = known
+            if (old_ref() if isinstance(old_ref, weakref.ref) else old_ref) is fun:
                 return token
         try:
             ref: Any = weakref.ref(fun)
@@ -405,10 +413,9 @@ class Recorder:
 def _configured_cache_dir() -> str | None:
     import jax
 
-    try:
-        return jax.config.jax_compilation_cache_dir or None
-    except AttributeError:
-        return None
+    # Not a declared attribute of jax's Config (and absent from some versions).
+    cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
+    return cache_dir or None
 
 
 def _unregister(monitoring: Any, kind: str, callback: Any,

@@ -25,8 +25,8 @@ class Snapshot:
     cells: dict[str, tuple[Any, tuple[Any, str]]]  # name -> (cell, (fingerprint, repr))
 
     @classmethod
-    def take(cls, fun: Any) -> "Snapshot | None":
-        fn = python_function(fun)
+    def take(cls, fun: Any) -> Snapshot | None:
+        fn: Any = python_function(fun)  # any object with a __code__ (a function, normally)
         code = getattr(fn, "__code__", None)
         if code is None:
             return None
@@ -39,7 +39,7 @@ class Snapshot:
                 if seen is not None:
                     global_values[name] = seen
         cells = {}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
             try:
                 seen = _fingerprint(cell.cell_contents)
             except ValueError:  # an empty cell
@@ -86,8 +86,9 @@ def _fingerprint(value: Any) -> tuple[Any, str] | None:
         return (type(value).__name__, value), _short(repr(value))
     if isinstance(value, tuple):
         parts = [_fingerprint(v) for v in value]
-        if all(p is not None for p in parts):
-            return ("tuple", tuple(p[0] for p in parts)), _short(repr(value))
+        known = [p for p in parts if p is not None]
+        if len(known) == len(parts):
+            return ("tuple", tuple(p[0] for p in known)), _short(repr(value))
         return None
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     size = getattr(value, "size", None)

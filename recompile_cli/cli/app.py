@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,52 +35,56 @@ app = typer.Typer(
     rich_markup_mode=None, pretty_exceptions_enable=False,
     help="Find out which JAX functions re-trace and re-compile, why, and what it costs.")
 
-Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)
+if TYPE_CHECKING:
+    class Format(enum.StrEnum):
+        """The report formats; mypy cannot see members made from ``FORMATS`` at run time."""
+else:
+    Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)
 
 
-class GateFormat(str, enum.Enum):
+class GateFormat(enum.StrEnum):
     table = "table"
     markdown = "markdown"
 
 
-FormatOption = Annotated[Optional[Format], typer.Option(  # type: ignore[valid-type]
+FormatOption = Annotated[Format | None, typer.Option(
     "--format", "-f", help="Report format on stdout (default: table). With --output, the "
     "file's format (default: from its extension).")]
-OutputOption = Annotated[Optional[Path], typer.Option(
+OutputOption = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Also write the report to this file (.json, .md, .txt, .csv, "
     ".html, .trace.json); with csv, a folder gets functions.csv, events.csv and causes.csv.")]
-SaveOption = Annotated[Optional[Path], typer.Option(
+SaveOption = Annotated[Path | None, typer.Option(
     "--save", help="Save the session as JSON, to render later with `recompile-cli report`.")]
 AllOption = Annotated[bool, typer.Option(
     "--all", help="List JAX- and library-internal functions and events too.")]
-CacheOption = Annotated[Optional[Path], typer.Option(
+CacheOption = Annotated[Path | None, typer.Option(
     "--compilation-cache", help="Use JAX's persistent compilation cache in this folder and "
     "report hits, misses written and misses not written (below JAX's minimum compile time).")]
 HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
-MaxCompilesOption = Annotated[Optional[int], typer.Option(
+MaxCompilesOption = Annotated[int | None, typer.Option(
     "--max-compiles", min=0,
     help="Gate: exit 1 if any of your functions compiles more often.")]
-FailOnOption = Annotated[Optional[str], typer.Option(
+FailOnOption = Annotated[str | None, typer.Option(
     "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
     "new_function,weak_type.")]
-SaveBaselineOption = Annotated[Optional[Path], typer.Option(
+SaveBaselineOption = Annotated[Path | None, typer.Option(
     "--save-baseline", help="Write per-function compile counts to this baseline file.")]
-BaselineOption = Annotated[Optional[Path], typer.Option(
+BaselineOption = Annotated[Path | None, typer.Option(
     "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
     "that compiles.")]
-EventsLogOption = Annotated[Optional[Path], typer.Option(
+EventsLogOption = Annotated[Path | None, typer.Option(
     "--events-log", help="Append every event to this JSON-lines file as it happens (flushed), "
     "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-JunitOption = Annotated[Optional[Path], typer.Option(
+JunitOption = Annotated[Path | None, typer.Option(
     "--junit-xml", help="Write the gate results as JUnit XML (one test case per function).")]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Gate: a budget that matches no recorded function fails (else warns).")]
-MaxArrayOption = Annotated[Optional[int], typer.Option(
+MaxArrayOption = Annotated[int | None, typer.Option(
     "--max-array-bytes", min=1, help="Refuse spec arrays larger than this (default 4 GiB).")]
-MaxCallsOption = Annotated[Optional[int], typer.Option(
+MaxCallsOption = Annotated[int | None, typer.Option(
     "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
     "100,000).")]
 
@@ -144,11 +148,12 @@ def _request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bo
 def profile(
     target: Annotated[str, typer.Argument(
         help="The function: package.module:function, path/file.py:function, mod:Class.method.")],
-    args: Annotated[Optional[Path], typer.Option(
-        "--args", "-a", help="YAML spec of the calls to make (default: one call, no args).")] = None,
-    static_argnames: Annotated[Optional[str], typer.Option(
+    args: Annotated[Path | None, typer.Option(
+        "--args", "-a",
+        help="YAML spec of the calls to make (default: one call, no args).")] = None,
+    static_argnames: Annotated[str | None, typer.Option(
         help="Comma-separated static argument names, for a plain (not jitted) target.")] = None,
-    static_argnums: Annotated[Optional[str], typer.Option(
+    static_argnums: Annotated[str | None, typer.Option(
         help="Comma-separated static argument positions, for a plain target.")] = None,
     no_jit: Annotated[bool, typer.Option(
         "--no-jit", help="Call the target as it is; record only the jits inside it.")] = False,
@@ -190,7 +195,7 @@ def profile(
                                "ignore_unknown_options": True})
 def run(
     script: Annotated[str, typer.Argument(help="The Python script to run as __main__.")],
-    script_args: Annotated[Optional[list[str]], typer.Argument(
+    script_args: Annotated[list[str] | None, typer.Argument(
         help="Arguments passed to the script (sys.argv[1:]).")] = None,
     count_calls: Annotated[bool, typer.Option(
         "--count-calls", help="Count calls of the functions the script jits (adds ~1-3 us to "
@@ -225,7 +230,7 @@ def run(
 
 @app.command()
 def check(
-    budget_file: Annotated[Optional[Path], typer.Argument(
+    budget_file: Annotated[Path | None, typer.Argument(
         help="The budget file (default: recompile-budget.yaml, else the tool.recompile-cli "
         "table of pyproject.toml, in the current folder).")] = None,
     fmt: Annotated[GateFormat, typer.Option(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 import re
+from collections.abc import Callable
 from html import escape as _html_escape
 from typing import Any
 
@@ -28,7 +29,7 @@ def is_missing(value: Any) -> bool:
     if value is None:
         return True
     try:
-        return bool(value != value)  # noqa: PLR0124 - true only of NaN-like values
+        return bool(value != value)  # true only of NaN-like values
     except (TypeError, ValueError):  # pd.NA raises in bool(); arrays are not missing
         return type(value).__name__ in ("NAType", "NaTType")
 
@@ -58,7 +59,7 @@ def terminal(value: Any) -> str:
     return controls(value)
 
 
-def cell(value: Any, escape=terminal) -> Any:
+def cell(value: Any, escape: Callable[[Any], str] = terminal) -> Any:
     """A table cell: numbers stay numbers (tabulate aligns them), missing values become ``""``
     and text goes through ``escape``."""
     if is_missing(value):

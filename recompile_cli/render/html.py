@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 from recompile_cli.analysis.report import Report
 from recompile_cli.render.escape import html as escape
@@ -22,7 +23,7 @@ from recompile_cli.render.table import (
     location,
     warnings,
 )
-from recompile_cli.session.model import function_key
+from recompile_cli.session.model import Event, function_key
 
 _STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
 _ROW, _LABEL, _WIDTH = 22, 220, 960
@@ -67,7 +68,7 @@ def render(report: Report, show_all: bool = False) -> str:
                         body="\n".join(sections))
 
 
-def _table(headers: list[str], rows: list[list], name: str) -> str:
+def _table(headers: list[str], rows: list[list[Any]], name: str) -> str:
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
     body = "\n".join("<tr>" + "".join(_cell(value) for value in row) + "</tr>" for row in rows)
     return (f'<table class="sortable" id="{escape(name)}">\n<thead>\n<tr>{head}</tr>\n</thead>'
@@ -100,7 +101,7 @@ def _timeline(report: Report, show_all: bool) -> str:
     if not events:
         return "<p>No trace or compile to show.</p>"
 
-    def row_of(e) -> str:
+    def row_of(e: Event) -> str:
         if e.owner == "jax" and not show_all:
             return "jax"
         return function_key(e.function, e.defined_at)
@@ -160,7 +161,8 @@ table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #ddd; padding
 th {{ background: #f4f4f4; cursor: pointer; text-align: left; }}
 th[aria-sort="descending"]::after {{ content: " \\25BC"; }}
 th[aria-sort="ascending"]::after {{ content: " \\25B2"; }}
-td {{ font-family: ui-monospace, monospace; white-space: pre-wrap; }} td.num {{ text-align: right; }}
+td {{ font-family: ui-monospace, monospace; white-space: pre-wrap; }}
+td.num {{ text-align: right; }}
 .error {{ color: #b00020; }} .hidden {{ color: #666; margin: 4px 0; }}
 svg .label {{ font-size: 12px; }} svg .axis {{ font-size: 11px; fill: #666; }}
 svg .grid {{ stroke: #eee; }}

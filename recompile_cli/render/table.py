@@ -4,7 +4,7 @@ cost-ranked causes, per-function table, events, suggestions, warnings."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,7 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> s
                      f"{totals['persistent_cache_hits']} hits, "
                      f"{totals['persistent_cache_saved_seconds']:.3f} s saved")
     lines += _cause_table(report, style)
-    lines += [""] + _functions(report, show_all, style)
+    lines += ["", *_functions(report, show_all, style)]
     lines += _events(report, show_all, style)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
@@ -81,7 +81,7 @@ def warnings(report: Report) -> list[str]:
         for s in report.session.stale_captures]
 
 
-Table = tuple[list[str], list[list]]
+Table = tuple[list[str], list[list[Any]]]
 
 # Rows hold the session's values as they are (``""`` where missing); each format makes them
 # inert as it writes them (``escape``).
@@ -182,8 +182,8 @@ def _events(report: Report, show_all: bool, style: Style) -> list[str]:
     return lines
 
 
-def _tabulate(rows: list, headers: list[str], style: Style, text_columns=(),
-              wrap: dict[int, int] | None = None) -> str:
+def _tabulate(rows: list[list[Any]], headers: list[str], style: Style,
+              text_columns: Iterable[int] = (), wrap: dict[int, int] | None = None) -> str:
     """Every cell made inert for the style; on the terminal, the ``wrap`` columns are wrapped
     at spaces (so at `` -> ``), never inside a word. Markdown cells are never wrapped: a line
     break would end the row."""
