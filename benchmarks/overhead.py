@@ -19,11 +19,11 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from recompile_cli.capture.counting import CallCounter  # noqa: E402
-from recompile_cli.capture.recorder import Recorder  # noqa: E402
+from recompile_cli.capture.counting import CallCounter
+from recompile_cli.capture.recorder import Recorder
 
 
 def cached_call_seconds(f, x, calls: int) -> float:

@@ -15,7 +15,7 @@ def slow_function(x):
     # Simulate some work with matrix operations
     for _ in range(5):
         # A Python `if` on a shape is fine: shapes are static while tracing.
-        if x.shape[0] == x.shape[1]:
+        if x.shape[0] == x.shape[1]:  # noqa: SIM108 - the example shows a Python `if`
             x = jnp.dot(x, x.T) + 0.5 * x
         else:
             x = x * x + 0.5 * x

@@ -9,11 +9,11 @@ from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import pytest  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+import jax
+import pytest
+from typer.testing import CliRunner
 
-from recompile_cli.cli.app import app  # noqa: E402
+from recompile_cli.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_programs"

@@ -70,12 +70,12 @@ def test_plain_function_jitted_with_static_flag(cli, mod, tmp_path):
 
 @requires_private_hooks
 def test_static_argnums_flag_and_spec_jit_section(cli, mod, tmp_path):
-    result, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "spec.yaml",
-                              "--static-argnums", "1", tmp_path=tmp_path)
+    _, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "spec.yaml",
+                         "--static-argnums", "1", tmp_path=tmp_path)
     assert user_events(report, "plain")[2]["cause"]["code"] == "static_value"
     (tmp_path / "jit.yaml").write_text("jit: {static_argnames: n}\n" + SPEC)
-    result, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "jit.yaml",
-                              tmp_path=tmp_path)
+    _, report = cli.json("profile", f"{mod}:plain", "--args", tmp_path / "jit.yaml",
+                         tmp_path=tmp_path)
     assert user_events(report, "plain")[2]["cause"]["code"] == "static_value"
 
 

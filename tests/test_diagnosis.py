@@ -108,7 +108,7 @@ def test_donation_change_compiles_without_retrace(record):
         jax.jit(f)(jnp.ones(3))
         jax.jit(f, donate_argnums=0)(jnp.ones(3))
     """)
-    [first, second] = user_events(report, "f")
+    [_, second] = user_events(report, "f")
     assert second["kind"] == "compiled_without_retrace"
     assert second["cause"]["code"] == "sharding"
     assert "donate" in second["cause"]["detail"]

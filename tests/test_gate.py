@@ -332,7 +332,7 @@ def test_diff_shows_changes_and_new_causes(cli, project):
     cli("profile", target, "--args", project / "two_shapes.yaml", "--save", new)
     result = cli("diff", old, new)
     assert result.exit_code == 0
-    line = next(l for l in result.stdout.splitlines() if l.startswith("prog.py:step"))
+    line = next(row for row in result.stdout.splitlines() if row.startswith("prog.py:step"))
     assert "1 -> 2" in line and "+1" in line
     assert "- prog.py:step: shape at x: f32[3] -> f32[4]" in result.stdout
     assert cli("diff", "--fail-on-regression", old, new).exit_code == 1

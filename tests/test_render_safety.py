@@ -28,7 +28,6 @@ from recompile_cli.gate.diff import FunctionChange, NewCause
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Violation
 from recompile_cli.render import escape, render
 from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
-
 from recompile_cli.render.csv import render_files
 from recompile_cli.render.diff import render_diff
 
@@ -59,7 +58,7 @@ def assert_simple_tables_aligned(text: str) -> None:
             continue
         tables += 1
         gaps = [m.start() for m in re.finditer("  ", rule)]
-        for line in [lines[i - 1]] + list(_until_blank(lines[i + 1:])):
+        for line in [lines[i - 1], *_until_blank(lines[i + 1:])]:
             for gap in gaps:
                 assert line[gap:gap + 2].strip() == "", (gap, line)
     assert tables

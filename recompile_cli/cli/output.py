@@ -232,7 +232,7 @@ def end_progress(progress: Progress | None) -> None:
         sys.stderr.flush()
 
 
-def _step_summary(markdown: Callable[[], str]) -> None:  # noqa: D401
+def _step_summary(markdown: Callable[[], str]) -> None:
     """Append to GitHub's step summary, rendering the Markdown only when there is one."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:

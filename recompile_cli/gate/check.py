@@ -29,7 +29,7 @@ def run_checks(budgets: BudgetFile, hook_mode: str = "private"
     runs: list[Gated] = []
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec
-        for target, spec in zip(budgets.targets, specs):
+        for target, spec in zip(budgets.targets, specs, strict=True):
             outcome = _run(target, spec, hook_mode)
             report = analyse(outcome.session)
             steady_of = _steady_state_keys(report, target)
