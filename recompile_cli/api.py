@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from recompile_cli.analysis.report import Report
     from recompile_cli.capture.recorder import Recorder
-    from recompile_cli.gate.evaluate import GateResult, Violation
+    from recompile_cli.gate.evaluate import GateResult, Gates, Violation
 
 __all__ = ["Frames", "RecompileReport", "Recording", "analyse", "load_session", "record",
            "save_session", "to_pandas"]
@@ -125,6 +125,13 @@ class RecompileReport:
             frame["name"] == function]
         return int(rows["compiles"].sum())
 
+    def traces(self, function: str | None = None) -> int:
+        """Traces of the functions named ``function`` (all your functions when None)."""
+        frame = self.report.functions
+        rows = frame[frame["owner"] == Owner.USER] if function is None else frame[
+            frame["name"] == function]
+        return int(rows["traces"].sum())
+
     def causes(self, function: str) -> list[str]:
         """The primary cause code of each top-level trace or compile of ``function``."""
         return [self.report.primary(e).code for e in self.session.events
@@ -140,13 +147,13 @@ class RecompileReport:
             max_compiles: a limit on the compiles of every user function.
             fail_on: cause codes that fail wherever they occur.
             **per_function: a limit per function name or glob, e.g. ``train_step=1``.
-        """
-        from recompile_cli.gate.budgets import Budget
-        from recompile_cli.gate.evaluate import Gated, Gates, evaluate
 
-        budgets = tuple(Budget(name, max_compiles=limit) for name, limit in per_function.items())
-        gates = Gates(budgets=budgets, max_compiles=max_compiles, fail_on=tuple(fail_on),
-                      budget_owners=(Owner.USER,))
+        Raises:
+            ValueError: a limit that is not a non-negative integer.
+        """
+        from recompile_cli.gate.evaluate import Gated, evaluate
+
+        gates = compile_limits(max_compiles, per_function, fail_on)
         result = evaluate([Gated(self.session.target, self.report, gates,
                                  self.session.target_exception)])
         return RecompileReport(self.report, show_all=self.show_all, gate=result)
@@ -179,6 +186,29 @@ class RecompileReport:
         from recompile_cli.notebook import report_html
 
         return report_html(self.report, self.show_all, self.violations)
+
+
+def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None = None,
+                   fail_on: Sequence[str] = ()) -> Gates:
+    """The gates of ``max_compiles=N`` and ``name=N`` limits on your functions (globs allowed
+    in names), as ``RecompileReport.check`` and the pytest marker apply them.
+
+    Raises:
+        ValueError: a limit that is not a non-negative integer, named in the message.
+    """
+    from recompile_cli.gate.budgets import Budget
+    from recompile_cli.gate.evaluate import Gates
+
+    per_function = dict(per_function or {})
+    named = [("max_compiles", max_compiles)] if max_compiles is not None else []
+    for name, value in [*named, *per_function.items()]:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name}={value!r} is not a compile limit: use a non-negative "
+                             "integer (max_compiles=N for every function of yours, or "
+                             "function_name=N, globs allowed)")
+    budgets = tuple(Budget(name, max_compiles=limit) for name, limit in per_function.items())
+    return Gates(budgets=budgets, max_compiles=max_compiles, fail_on=tuple(fail_on),
+                 budget_owners=(Owner.USER,))
 
 
 def analyse(session: Session) -> RecompileReport:

@@ -400,5 +400,5 @@ def test_negative_limit():
 """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     output = result.stdout.str() + result.stderr.str()
-    assert "n='two' is not a compile limit" in output
+    assert "max_compiles='two' is not a compile limit" in output
     assert result.ret != 0 and "passed" not in result.stdout.lines[-1]
