@@ -358,3 +358,23 @@ def test_sigterm_at_start_up_exits_143_without_a_traceback(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 143, proc.stderr
     assert "Traceback" not in proc.stderr and "SIGTERM" in proc.stderr
+
+
+# -- every event renders --------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "html", "chrome-trace", "json"])
+def test_an_aot_compile_without_a_location_renders_in_every_format(cli, program, tmp_path, fmt):
+    path = script(program, "aot", """
+        def f(x):
+            return jnp.sin(x) + 1
+        lowered = jax.jit(f).lower(jnp.ones(3))
+        step(jnp.ones(4))              # another function compiles in between
+        lowered.compile()(jnp.ones(3))
+    """)
+    saved = tmp_path / "session.json"
+    assert cli("run", "--save", saved, path).exit_code == 0
+    result = cli("report", saved, "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert "NaN" not in result.stdout
+    if fmt == "json":
+        compiled = [e for e in json.loads(result.stdout)["events"] if e["compiled"]]
+        assert {e["function"] for e in compiled} >= {"f", "step"}
