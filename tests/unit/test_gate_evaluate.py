@@ -1,0 +1,143 @@
+"""The gate evaluator and ``diff`` on hand-built sessions: budgets, ``--max-compiles``,
+``--fail-on``, the steady state, baselines, target errors, unmatched budgets. No JAX runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from builders import event, leaf, numbered, sig
+
+from recompile_cli.analysis.report import analyse
+from recompile_cli.gate.baseline import Baseline, Totals
+from recompile_cli.gate.budgets import Budget
+from recompile_cli.gate.diff import diff_reports
+from recompile_cli.gate.evaluate import Gated, Gates, evaluate
+from recompile_cli.session.model import Environment, Event, Session
+
+ENV = Environment(jax_version="0.10.2", python_version="3.11.7", backend="cpu",
+                  hook_mode="private")
+
+
+def report_of(*events: Event, calls: dict[str, int] | None = None):
+    return analyse(Session(environment=ENV, target="prog.py", events=tuple(events),
+                           wall_seconds=1.0, calls=calls or {}))
+
+
+def three_shapes(function: str = "step"):
+    """``step`` compiled for x of 3, 4 and 5 elements (3 compiles: first, shape, shape)."""
+    return [replace(e, function=function) for e in numbered(
+        sig(x=leaf("f32", 3)), sig(x=leaf("f32", 4)), sig(x=leaf("f32", 5)))]
+
+
+def gate(report, **gates) -> object:
+    return evaluate([Gated("prog.py", report, Gates(**gates))])
+
+
+def test_max_compiles_names_the_excess_with_argument_and_values():
+    result = gate(report_of(*three_shapes()), max_compiles=1)
+    assert not result.held
+    [row] = result.rows
+    assert (row.function, row.compiles, row.max_compiles, row.ok) == ("step", 3, 1, False)
+    [violation] = row.violations
+    assert violation.rule == "max_compiles"
+    assert violation.message == ("step: 3 compiles, budget 1. Excess: shape at x: f32[3] -> "
+                                 "f32[4] (prog.py:10 (<module>)); shape at x: f32[4] -> f32[5] "
+                                 "(prog.py:10 (<module>))")
+    assert gate(report_of(*three_shapes()), max_compiles=3).held
+
+
+def test_budgets_glob_max_traces_allowed_causes_and_seconds():
+    report = report_of(*three_shapes("train_step"))
+    result = gate(report, budgets=(
+        Budget("train_*", max_traces=2),
+        Budget("train_step", allowed_causes=("first_compile",)),
+        Budget("train_step", max_compile_seconds=0.1, tolerance=0.5),
+    ))
+    rules = [v.rule for row in result.rows for v in row.violations]
+    assert rules == ["max_traces", "allowed_causes", "max_compile_seconds"]
+    assert "causes outside first_compile: shape at x" in result.every_violation[1].message
+    assert "0.300 s of XLA compile, budget 0.100 s (+50% tolerance)" in (
+        result.every_violation[2].message)
+
+
+def test_library_functions_count_for_budget_files_but_not_for_max_compiles():
+    events = [replace(e, owner="library") for e in three_shapes()]
+    assert gate(report_of(*events), max_compiles=0).held  # only your functions
+    assert not gate(report_of(*events), budgets=(Budget("step", max_compiles=0),)).held
+    assert gate(report_of(*events), budgets=(Budget("step", max_compiles=0),),
+                budget_owners=("user",)).warnings  # no match among the user's
+
+
+def test_a_budget_that_matches_nothing_warns_or_fails_when_strict():
+    report = report_of(*three_shapes())
+    result = gate(report, budgets=(Budget("stpe", max_compiles=1),))
+    assert result.held and result.rows == ()
+    assert "the budget 'stpe' matches no function" in result.warnings[0]
+    strict = evaluate([Gated("prog.py", report, Gates(budgets=(Budget("stpe"),)))],
+                      strict=True)
+    assert not strict.held and strict.violations[0].rule == "no_match"
+
+
+def test_fail_on_skips_jax_and_nested_events():
+    events = three_shapes()
+    nested = replace(events[2], depth=1)
+    jax_own = replace(events[1], owner="jax", function="broadcast_in_dim")
+    result = gate(report_of(events[0], events[1], nested), fail_on=("shape",))
+    [violation] = result.violations
+    assert violation.message.startswith("step: 1 event(s) with cause shape (--fail-on)")
+    assert gate(report_of(events[0], jax_own), fail_on=("shape",)).held
+
+
+def test_steady_state_counts_compiles_after_the_warm_up():
+    events = [replace(e, call_index=i, call_of="step@prog.py:3")
+              for i, e in enumerate(three_shapes())]
+    report = report_of(*events)
+    [violation] = gate(report, steady_state_after=1).violations
+    assert violation.message.startswith(
+        "After a warm-up of 1 call(s) of step, step compiled 2 more time(s), first during "
+        "call 2: shape at x: f32[3] -> f32[4]")
+    assert gate(report, steady_state_after=3).held
+    assert gate(report, steady_state_after=1,
+                steady_state_of=frozenset({"other@prog.py:9"})).held
+
+
+def test_a_target_that_raised_fails_the_gate_even_with_nothing_else_to_check():
+    result = evaluate([Gated("prog.py", report_of(*three_shapes()), Gates(),
+                             failure="prog.py raised ValueError: boom")])
+    assert not result.held and result.every_violation == []
+    assert result.errors[0].message == "prog.py raised ValueError: boom"
+
+
+@pytest.mark.parametrize("before, held, improvement", [(3, True, False), (2, False, False),
+                                                       (4, True, True)])
+def test_baseline_regression_improvement_and_version_warning(before, held, improvement):
+    baseline = Baseline("base.json", {"jax_version": "0.4.30", "backend": "cpu"},
+                        {"prog.py:step": Totals(traces=before, compiles=before)})
+    result = evaluate([Gated("prog.py", report_of(*three_shapes()))], baseline,
+                      "recompile-cli check --save-baseline base.json")
+    assert result.held is held
+    assert bool(result.improvements) is improvement
+    assert "made with jax_version 0.4.30, this run has 0.10.2" in result.warnings[0]
+    if not held:
+        assert result.violations[0].message == "prog.py:step: 3 compiles, baseline 2 (+1)"
+
+
+def test_baseline_fails_on_a_new_function_that_compiles():
+    baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"}, {})
+    result = evaluate([Gated("prog.py", report_of(*three_shapes()))], baseline)
+    assert result.violations[0].message == ("prog.py:step: new function compiles 3 time(s); "
+                                            "not in the baseline base.json")
+    assert result.warnings == ()
+
+
+def test_diff_reports_counts_and_new_causes():
+    old = report_of(*three_shapes()[:1])
+    new = report_of(*three_shapes(), event(sig(y=leaf("i32", 2)), function="other", seq=9))
+    changes, new_causes = diff_reports(old, new)
+    by_name = {c.function: c for c in changes}
+    assert by_name["prog.py:step"].compiles == (1, 3) and by_name["prog.py:step"].regressed
+    assert by_name["prog.py:other"].compiles == (0, 1)
+    step_shape = [c for c in new_causes if c.function == "prog.py:step"]
+    assert [(c.code, c.argument, c.before, c.after, c.count) for c in step_shape] == [
+        ("shape", "x", "f32[3]", "f32[5]", 2)]
