@@ -67,3 +67,33 @@ def user_functions(report: dict) -> dict[str, dict]:
 
 def user_events(report: dict, name: str) -> list[dict]:
     return [e for e in report["events"] if e["function"] == name]
+
+
+# -- a small project for the gate tests (check, quick gates) ---------------------------------
+GATE_PROGRAM = """
+import jax, jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return jnp.tanh(x) * 2
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder with a program, a spec and a budget file; runs from elsewhere."""
+    (tmp_path / "prog.py").write_text(GATE_PROGRAM)
+    (tmp_path / "two_shapes.yaml").write_text(
+        "calls:\n  - args: [{array: [3]}]\n  - args: [{array: [4]}]\n  - args: [{array: [3]}]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return tmp_path
+
+
+def budget(project, text: str):
+    path = project / "recompile-budget.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path

@@ -1,0 +1,63 @@
+"""The pytest plugin: the max_compiles marker, the recompiles fixture, marker validation."""
+
+from __future__ import annotations
+
+from jax_support import requires_private_hooks
+
+pytest_plugins = ["pytester"]
+
+PLUGIN_TESTS = """
+import jax, jax.numpy as jnp, pytest
+
+@jax.jit
+def train_step(x):
+    return x * 2
+
+@pytest.mark.max_compiles(1)
+def test_one_shape():
+    train_step(jnp.ones(3)); train_step(jnp.ones(3))
+
+@pytest.mark.max_compiles(train_step=1)
+def test_two_shapes():
+    train_step(jnp.ones(3)); train_step(jnp.ones(4))
+
+@pytest.mark.max_compiles(train_step=2)
+def test_two_shapes_allowed():
+    train_step(jnp.ones(3)); train_step(jnp.ones(4))
+
+def test_fixture(recompiles):
+    train_step(jnp.ones(5)); train_step(jnp.ones(6))
+    assert recompiles.compiles("train_step") == 2
+    assert recompiles.causes("train_step") == ["first_compile", "shape"]
+    with pytest.raises(AssertionError, match="f32\\\\[5\\\\] -> f32\\\\[6\\\\]"):
+        recompiles.assert_max_compiles(train_step=1)
+"""
+
+
+@requires_private_hooks
+def test_pytest_plugin_passes_and_fails_with_the_cause(pytester):
+    pytester.makepyfile(test_plugin_usage=PLUGIN_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    output = result.stdout.str()
+    assert "FAILED test_plugin_usage.py::test_two_shapes" in output
+    assert ("recompile-cli: train_step: 2 compiles, budget 1. Excess: shape at x: "
+            "f32[3] -> f32[4] (test_plugin_usage.py:13 (test_two_shapes))") in output
+
+
+def test_pytest_marker_arguments_are_validated(pytester):
+    pytester.makepyfile(test_bad_marker="""
+import pytest
+
+@pytest.mark.max_compiles("two")
+def test_limit_is_a_string():
+    pass
+
+@pytest.mark.max_compiles(train_step=-1)
+def test_negative_limit():
+    pass
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert "max_compiles='two' is not a compile limit" in output
+    assert result.ret != 0 and "passed" not in result.stdout.lines[-1]
