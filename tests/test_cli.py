@@ -296,3 +296,14 @@ def test_python_m_entry_point_runs_in_a_subprocess(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "recompile_cli", "profile", "nope:f"],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["profile", "run", "check", "report", "diff"])
+def test_help_shows_flags_without_a_value_placeholder(cli, command):
+    result = cli(command, "--help")
+    assert result.exit_code == 0
+    assert "<bool>" not in result.stdout
+    for line in result.stdout.splitlines():  # a flag reads "--quiet, -q  No progress..."
+        if line.strip().startswith(("--no-jit", "--keep-going", "--all", "--count-calls",
+                                    "--strict", "--help")):
+            assert "<" not in line.split("  ")[0], line
