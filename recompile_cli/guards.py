@@ -39,24 +39,15 @@ before, e.g. at import, is not counted, and its compiles count from the first.
 
 Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guards
 train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
-installed; ``install_guard()`` without arguments reads the same variable. Its syntax::
-
-    RECOMPILE_CLI_GUARD = MODE [":" ITEM ("," ITEM)*]
-    MODE = warn | raise | log | off
-    ITEM = N                    every user function: at most N compiles (default 1)
-         | GLOB "=" N           functions whose name matches GLOB: at most N compiles
-         | "warmup_calls=" N    compiles during a function's first N calls are not counted
-
-e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``. Importing
-``recompile_cli`` never reads it: nothing happens unless the guard is asked for.
+installed; ``install_guard()`` without arguments reads the same variable (its syntax is in
+``guard_config``), e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``.
+Importing ``recompile_cli`` never reads it: nothing happens unless the guard is asked for.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
-import re
 import sys
 import threading
 import types
@@ -64,22 +55,19 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
+from recompile_cli import guard_config
 from recompile_cli.capture import frames
 from recompile_cli.capture.recorder import Recorder
-from recompile_cli.session.model import Event, Owner, Session, function_key
+from recompile_cli.guard_config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
+from recompile_cli.session.model import Event, Session, function_key
 
 __all__ = ["ENV_VAR", "Guard", "GuardConfig", "GuardViolation", "RecompileLimitExceeded",
            "RecompileWarning", "guard", "install_guard", "main", "parse_guard_spec"]
 
-ENV_VAR = "RECOMPILE_CLI_GUARD"
 LOGGER_NAME = "recompile_cli.guard"
 logger = logging.getLogger(LOGGER_NAME)
-
-Mode = Literal["warn", "raise", "log"]
-_MODES = ("warn", "raise", "log")
-
 
 @dataclass(frozen=True, slots=True)
 class GuardViolation:
@@ -132,47 +120,6 @@ class RecompileLimitExceeded(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.violation,))
-
-
-@dataclass(frozen=True, slots=True)
-class GuardConfig:
-    """What a guard checks (see ``guard``); ``parse_guard_spec`` makes one from the
-    environment variable's syntax."""
-
-    max_compiles: int | Mapping[str, int] = 1
-    warmup_calls: int = 0
-    on: Mode = "warn"
-    functions: tuple[str, ...] | None = None
-    enabled: bool = True
-
-    def __post_init__(self) -> None:
-        if self.on not in _MODES:
-            raise ValueError(f"on={self.on!r}: use one of {', '.join(_MODES)}")
-        limits = (self.max_compiles.values() if isinstance(self.max_compiles, Mapping)
-                  else [self.max_compiles])
-        for value in [*limits, self.warmup_calls]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{value!r} is not a limit: max_compiles and warmup_calls "
-                                 "are non-negative integers")
-
-    def limit_of(self, name: str, owner: str) -> int | None:
-        """The compile limit of the function ``name``, or None when it is not guarded.
-
-        Without globs only your functions are guarded; a glob (in ``functions`` or as a key
-        of ``max_compiles``) also matches installed libraries' functions, never JAX's own.
-        """
-        if owner == Owner.JAX:
-            return None
-        if isinstance(self.max_compiles, Mapping):
-            for pattern, limit in self.max_compiles.items():
-                if fnmatch.fnmatchcase(name, pattern):
-                    return limit
-            return None
-        if self.functions is None:
-            return self.max_compiles if owner == Owner.USER else None
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.functions):
-            return self.max_compiles
-        return None
 
 
 class Guard:
@@ -434,47 +381,6 @@ def _limits(value: int | Mapping[str, int]) -> int | Mapping[str, int]:
     return dict(value) if isinstance(value, Mapping) else value
 
 
-_ITEM = re.compile(r"^(?:(?P<n>\d+)|(?P<glob>[^=]+)=(?P<limit>\d+))$")
-
-
-def parse_guard_spec(text: str) -> GuardConfig:
-    """A ``GuardConfig`` from ``RECOMPILE_CLI_GUARD``'s syntax (see the module docstring).
-
-    Raises:
-        ValueError: naming the variable, the bad part and the syntax.
-    """
-    text = text.strip()
-    if not text:
-        return GuardConfig()
-    mode, _, items = text.partition(":")
-    mode = mode.strip().lower()
-    if mode == "off":
-        return GuardConfig(enabled=False)
-    if mode not in _MODES:
-        raise ValueError(_spec_error(text, f"unknown mode {mode!r}"))
-    max_compiles: int = 1
-    globs: dict[str, int] = {}
-    warmup = 0
-    for item in filter(None, (part.strip() for part in items.split(","))):
-        match = _ITEM.match(item)
-        if match is None:
-            raise ValueError(_spec_error(text, f"cannot read {item!r}"))
-        if match["n"] is not None:
-            max_compiles = int(match["n"])
-        elif match["glob"].strip() == "warmup_calls":
-            warmup = int(match["limit"])
-        else:
-            globs[match["glob"].strip()] = int(match["limit"])
-    return GuardConfig(max_compiles=globs or max_compiles, warmup_calls=warmup,
-                       on=mode)  # type: ignore[arg-type]
-
-
-def _spec_error(text: str, problem: str) -> str:
-    return (f"{ENV_VAR}={text!r}: {problem}. Use MODE[:ITEM,...] with MODE warn, raise, log "
-            "or off and ITEMs N (every function: at most N compiles), GLOB=N (functions "
-            "matching GLOB) or warmup_calls=N, e.g. raise:train_*=1,warmup_calls=2")
-
-
 # -- python -m recompile_cli.guards SCRIPT [ARGS] ------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
@@ -483,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guards "
-              "SCRIPT [ARGS...]\n\n" + (__doc__ or "").split("Without code changes:")[1].strip())
+              "SCRIPT [ARGS...]\n\n" + (guard_config.__doc__ or "").strip())
         return 0 if args else 2
     try:
         handle = install_guard()
