@@ -157,7 +157,7 @@ class Recorder:
         self._cache_dir = _configured_cache_dir()
         jax_internals.register_listener("event_duration", self._on_duration)
         jax_internals.register_listener("event", self._on_event)
-        if self._events_log_path is not None:
+        if self._events_log_path is not None:  # the end record completes its environment
             self._log = EventLog(self._events_log_path)
             self._log.header(self.environment(), self.target, self.base_context)
         return self
@@ -210,11 +210,22 @@ class Recorder:
         return self.session
 
     def environment(self) -> Environment:
+        """What records, read without starting JAX's backend (``jax.distributed.initialize``
+        must run before it starts): the backend once it runs, else ``NO_BACKEND``; the process
+        index, count and host for a process of a multi-process job."""
         import jax
 
+        from recompile_cli.capture import process
+        from recompile_cli.session.model import NO_BACKEND
+
+        me = process.current()
+        job = (me.process_count or 1) > 1
         return Environment(jax_version=jax.__version__, python_version=platform.python_version(),
-                           backend=jax.default_backend(), hook_mode=self.hook_mode,
-                           compilation_cache_dir=self._cache_dir)
+                           backend=me.backend or NO_BACKEND, hook_mode=self.hook_mode,
+                           compilation_cache_dir=self._cache_dir,
+                           process_index=me.process_index if job else None,
+                           process_count=me.process_count if job else None,
+                           host=me.host if job else None)
 
     @property
     def base_context(self) -> dict[str, str]:

@@ -13,13 +13,13 @@ import enum
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recompile_cli.cli import output
+from recompile_cli.cli import merge_command, output
 from recompile_cli.cli.output import Problems, ReportFiles
 from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, RecompileError, Terminated
 from recompile_cli.render.registry import FORMATS
@@ -141,7 +141,7 @@ def _request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bo
                   list_all=junit is not None)
     return Request(files, gates, loaded, output.absolute(baseline),
                    output.absolute(save_baseline), output.absolute(junit),
-                   output.absolute(events_log))
+                   output.for_process(output.absolute(events_log), None))
 
 
 @app.command()
@@ -319,12 +319,19 @@ def diff(
     raise typer.Exit(1 if regressed else 0)
 
 
+app.command(name="merge")(merge_command.merge)
+
+
 def _finish(outcome: Outcome, request: Request) -> None:
     """Analyse, print and write the report, evaluate the gates, and exit with the code."""
     from recompile_cli.analysis.report import analyse
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gated, evaluate
 
+    env = outcome.session.environment  # the process index is known now: fill {process}
+    request = replace(request, files=output.files_for_process(request.files, env),
+                      junit=output.for_process(request.junit, env),
+                      save_baseline=output.for_process(request.save_baseline, env))
     problems = Problems()
     with output.deferred_signals() as received:
         output.save_session(outcome.session, request.files.save, problems)

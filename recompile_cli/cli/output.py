@@ -8,6 +8,7 @@ written is reported and the other outputs are still produced.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
     from recompile_cli.capture.runner import Progress
     from recompile_cli.gate.evaluate import GateResult
-    from recompile_cli.session.model import Session
+    from recompile_cli.session.model import Environment, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,27 @@ def absolute(path: Path | None) -> Path | None:
     """``path`` resolved against the folder the command started in (before any target runs,
     so that a script calling ``os.chdir`` cannot move the outputs)."""
     return None if path is None else Path(os.path.abspath(path))
+
+
+def for_process(path: Path | None, environment: Environment | None) -> Path | None:
+    """``path`` with ``{process}`` and ``{host}`` filled in: from the recorded ``environment``
+    (after the run), else from the launcher's variables (``capture.process.output_path``)."""
+    if path is None or ("{process}" not in str(path) and "{host}" not in str(path)):
+        return path
+    from recompile_cli.capture import process
+
+    index = host = None
+    if environment is not None:
+        index, host = environment.process_index, environment.host
+        if index is None:  # not a multi-process job: 0 once the backend ran
+            index = process.current().process_index
+    return process.output_path(path, index, host)
+
+
+def files_for_process(files: ReportFiles, environment: Environment) -> ReportFiles:
+    """``--output`` and ``--save`` with ``{process}`` and ``{host}`` filled in."""
+    return dataclasses.replace(files, output=for_process(files.output, environment),
+                               save=for_process(files.save, environment))
 
 
 def check_writable(path: Path | None, option: str) -> None:

@@ -25,6 +25,7 @@ class EventLog:
         self.problem: str | None = None  # why the log stopped, if it did
         self._file: IO[str] | None = None
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # like --save and --output
             self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
         except OSError as exc:
             self._stop(exc)
@@ -42,7 +43,8 @@ class EventLog:
         self._write({"type": "end", "wall_seconds": session.wall_seconds,
                      "calls": session.calls, "warnings": list(session.warnings),
                      "stale_captures": [asdict(s) for s in session.stale_captures],
-                     "target_exception": session.target_exception})
+                     "target_exception": session.target_exception,
+                     "environment": asdict(session.environment)})
         self.close()
 
     def close(self) -> None:

@@ -8,12 +8,19 @@ anything. The events log is written by ``session.events_log.EventLog``.
 
 Loading trusts nothing: a file above ``MAX_SESSION_BYTES`` (1 GiB) is refused before it is read,
 the text must be UTF-8 and standard JSON (no NaN), and every field is checked against the
-schema below, so that a wrong type becomes a ``SessionFileError`` naming the file and the
-field path (``events[3].signature.leaves['x'].shape``) rather than a traceback later.
+schema (``session.schema``), so that a wrong type becomes a ``SessionFileError`` naming the
+file and the field path (``events[3].signature.leaves['x'].shape``) rather than a traceback.
 
 The events log is JSON lines: a ``header`` record, then an ``event`` record every time an event
 changes (the last record of each ``id`` wins), then an ``end`` record. Each line is flushed as it
 is written, so a run killed by a signal or the OOM killer leaves every event up to that moment.
+The header is written before the target runs, so its environment may lack what is known only
+later (JAX's backend, the ``jax.distributed`` process index); the end record's environment,
+when present, replaces it.
+
+A merged session (``recompile-cli merge --save``) is a session whose events carry ``process``
+and which lists its ``processes``; the process fields are written only when set, so that a
+single-process session reads as it always did.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 
 from recompile_cli.errors import SessionFileError
 from recompile_cli.fileio import atomic_write_text, strict_json
+from recompile_cli.session import schema as _schema
 from recompile_cli.session.events_log import EventLog  # kept importable from here
 from recompile_cli.session.model import (
     SCHEMA_VERSION,
@@ -32,16 +40,22 @@ from recompile_cli.session.model import (
     Environment,
     Event,
     Leaf,
+    ProcessRecord,
     Session,
     Signature,
     StaleCapture,
     TraceError,
 )
+from recompile_cli.session.schema import END_RECORD, EVENT_RECORD, HEADER, SESSION, Bad, path_name
 
 __all__ = ["MAX_SESSION_BYTES", "EventLog", "SessionFileError", "atomic_write_text",
-           "load_session", "save_session", "session_from_dict", "session_to_dict"]
+           "load_session", "path_name", "save_session", "session_from_dict", "session_to_dict"]
+# The schema of each model class, kept importable from here.
+_EVENT, _SIGNATURE, _LEAF, _CHANGE = _schema.EVENT, _schema.SIGNATURE, _schema.LEAF, _schema.CHANGE
+_TRACE_ERROR, _ENVIRONMENT, _STALE = _schema.TRACE_ERROR, _schema.ENVIRONMENT, _schema.STALE
+_PROCESS = _schema.PROCESS
+_UNSET_IF_NONE = {"process_index", "process_count", "host", "process"}
 
-Where = tuple[Any, ...]  # the path of keys and indices to a field
 MAX_SESSION_BYTES = 1024 ** 3  # 1 GiB: a saved session above this is refused unread
 
 
@@ -51,18 +65,26 @@ def session_to_dict(session: Session) -> dict[str, Any]:
 
     The JSON report adds the analysis fields (totals, functions, cause_table, the events' kind,
     cause and causes, suggestions) to this; its ``totals`` here holds ``wall_seconds`` only."""
-    return {
+    data = {
         "schema_version": SCHEMA_VERSION,
-        "environment": asdict(session.environment),
+        "environment": _set_fields(session.environment),
         "target": session.target,
         "target_exception": session.target_exception,
         "totals": {"wall_seconds": session.wall_seconds},
-        "events": [asdict(e) for e in session.events],
+        "events": [_set_fields(e) for e in session.events],
         "stale_captures": [asdict(s) for s in session.stale_captures],
         "warnings": list(session.warnings),
         "calls": dict(session.calls),
         "base_context": dict(session.base_context),
     }
+    if session.processes:
+        data["processes"] = [asdict(p) for p in session.processes]
+    return data
+
+
+def _set_fields(record: Any) -> dict[str, Any]:
+    """The dataclass as a dictionary, without the process fields that are not set."""
+    return {k: v for k, v in asdict(record).items() if v is not None or k not in _UNSET_IF_NONE}
 
 
 def save_session(session: Session, path: str | Path) -> None:
@@ -115,9 +137,9 @@ def session_from_dict(data: Any, source: str = "<session>") -> Session:
                                "'environment'. Pass a report saved with --output FILE.json.")
     _check_version(data.get("schema_version"), source)
     try:
-        _SESSION.check(data, ())
+        SESSION.check(data, ())
         _check_sequence_numbers(data["events"])
-    except _Bad as bad:
+    except Bad as bad:
         raise SessionFileError(bad.message_for(source)) from None
     return Session(
         environment=Environment(**data["environment"]),
@@ -129,6 +151,7 @@ def session_from_dict(data: Any, source: str = "<session>") -> Session:
         warnings=tuple(data.get("warnings", [])),
         stale_captures=tuple(StaleCapture(**s) for s in data.get("stale_captures", [])),
         target_exception=data.get("target_exception"),
+        processes=tuple(ProcessRecord(**p) for p in data.get("processes", [])),
     )
 
 
@@ -145,9 +168,9 @@ def _check_sequence_numbers(events: list[dict[str, Any]]) -> None:
     for i, event in enumerate(events):
         seq = event["seq"]
         if seq < 0:
-            raise _Bad(("events", i, "seq"), f"must be a non-negative integer, got {seq}")
+            raise Bad(("events", i, "seq"), f"must be a non-negative integer, got {seq}")
         if seq in seen:
-            raise _Bad(("events", i, "seq"), f"{seq} is also the seq of events[{seen[seq]}]; "
+            raise Bad(("events", i, "seq"), f"{seq} is also the seq of events[{seen[seq]}]; "
                                              "each event has its own")
         seen[seq] = i
 
@@ -183,24 +206,24 @@ def _session_from_log(text: str, source: str) -> Session:
     end = None
     try:
         try:
-            _HEADER.check(header, ())
-        except _Bad as bad:
-            raise _Bad(bad.where, bad.message, number) from None
+            HEADER.check(header, ())
+        except Bad as bad:
+            raise Bad(bad.where, bad.message, number) from None
         for number, record in records[1:]:
             kind = record.get("type") if isinstance(record, dict) else None
-            schema = {"event": _EVENT_RECORD, "end": _END_RECORD}.get(
+            schema = {"event": EVENT_RECORD, "end": END_RECORD}.get(
                 kind if isinstance(kind, str) else "")
             if schema is None:
-                raise _Bad((), f"not an event or end record (type {kind!r})", number)
+                raise Bad((), f"not an event or end record (type {kind!r})", number)
             try:
                 schema.check(record, ())
-            except _Bad as bad:
-                raise _Bad(bad.where, bad.message, number) from None
+            except Bad as bad:
+                raise Bad(bad.where, bad.message, number) from None
             if kind == "event":
                 events[record["id"]] = record["event"]
             else:
                 end = record
-    except _Bad as bad:
+    except Bad as bad:
         raise SessionFileError(bad.message_for(source, "the events log is damaged; record the "
                                                        "run again")) from None
     ordered = sorted(events.values(), key=lambda e: e["start_seconds"])
@@ -217,6 +240,8 @@ def _session_from_log(text: str, source: str) -> Session:
         data.update(totals={"wall_seconds": end["wall_seconds"]}, calls=end["calls"],
                     warnings=end["warnings"], stale_captures=end["stale_captures"],
                     target_exception=end["target_exception"])
+        if "environment" in end:  # known only at the end: the backend, the process index
+            data["environment"] = end["environment"]
     return session_from_dict(data, source)
 
 
@@ -258,176 +283,3 @@ def _signature(raw: dict[str, Any]) -> Signature:
                      function_kind=raw.get("function_kind", "function"))
 
 
-# -- the schema ------------------------------------------------------------------------------------
-class _Key(str):
-    """A mapping key in a field path, shown as ``['key']``."""
-
-
-class _Bad(Exception):
-    def __init__(self, where: Where, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.where, self.message, self.line = where, message, line
-
-    def message_for(self, source: str, advice: str = "") -> str:
-        at = f", line {self.line}" if self.line is not None else ""
-        field = f", field {path_name(self.where)}" if self.where else ""
-        advice = advice or ("the session file is damaged or was not written by recompile-cli; "
-                            "record the session again (--save FILE.json)")
-        return f"{source}{at}{field}: {self.message}. {advice[0].upper()}{advice[1:]}."
-
-
-def path_name(where: Where) -> str:
-    """``events[3].signature.leaves['x'].shape`` for ('events', 3, 'signature', ...)."""
-    text = ""
-    for part in where:
-        if isinstance(part, _Key):
-            text += f"[{str(part)!r}]"
-        elif isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else part
-    return text or "(top level)"
-
-
-def _describe(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "an integer", float: "a number", type(None): "null"}
-    shown = repr(value) if not isinstance(value, (dict, list)) else ""
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    return names.get(type(value), type(value).__name__) + (f" ({shown})" if shown else "")
-
-
-class _Type:
-    name = ""
-
-    def check(self, value: Any, where: Where) -> None:
-        raise NotImplementedError
-
-    def fail(self, value: Any, where: Where) -> None:
-        raise _Bad(where, f"must be {self.name}, got {_describe(value)}")
-
-
-class _Scalar(_Type):
-    def __init__(self, types: tuple[type, ...], name: str) -> None:
-        self.types, self.name = types, name
-
-    def check(self, value: Any, where: Where) -> None:
-        if not isinstance(value, self.types) or (isinstance(value, bool)
-                                                 and bool not in self.types):
-            self.fail(value, where)
-
-
-class _Nullable(_Type):
-    def __init__(self, inner: _Type) -> None:
-        self.inner, self.name = inner, f"{inner.name} or null"
-
-    def check(self, value: Any, where: Where) -> None:
-        if value is not None:
-            try:
-                self.inner.check(value, where)
-            except _Bad as bad:
-                if bad.where == where:
-                    self.fail(value, where)
-                raise
-
-
-class _Anything(_Type):
-    def check(self, value: Any, where: Where) -> None:
-        pass
-
-
-class _ListOf(_Type):
-    def __init__(self, item: _Type) -> None:
-        self.item, self.name = item, f"a list of {item.name}"
-
-    def check(self, value: Any, where: Where) -> None:
-        if not isinstance(value, list):
-            self.fail(value, where)
-        for i, item in enumerate(value):
-            self.item.check(item, (*where, i))
-
-
-class _DictOf(_Type):
-    def __init__(self, item: _Type) -> None:
-        self.item, self.name = item, f"an object of {item.name}"
-
-    def check(self, value: Any, where: Where) -> None:
-        if not isinstance(value, dict):
-            self.fail(value, where)
-        for key, item in value.items():
-            self.item.check(item, (*where, _Key(key)))
-
-
-class _Record(_Type):
-    def __init__(self, name: str, required: dict[str, _Type], optional: dict[str, _Type],
-                 open_: bool = False) -> None:
-        self.name, self.required, self.optional, self.open = name, required, optional, open_
-
-    def check(self, value: Any, where: Where) -> None:
-        if not isinstance(value, dict):
-            self.fail(value, where)
-        for key in self.required:
-            if key not in value:
-                raise _Bad(where, f"the field {key!r} is missing from {self.name}")
-        for key, item in value.items():
-            kind = self.required.get(key) or self.optional.get(key)
-            if kind is None:
-                if self.open:
-                    continue
-                known = ", ".join([*self.required, *self.optional])
-                raise _Bad((*where, key), f"unknown field {key!r} in {self.name} (known: "
-                                           f"{known})")
-            kind.check(item, (*where, key))
-
-
-STRING = _Scalar((str,), "a string")
-INTEGER = _Scalar((int,), "an integer")
-NUMBER = _Scalar((int, float), "a number")
-BOOLEAN = _Scalar((bool,), "true or false")
-ANY = _Anything()
-_LEAF = _Record("a leaf (an array's abstract value)", {"shape": _ListOf(INTEGER), "dtype": STRING},
-                {"weak_type": BOOLEAN, "sharding": _Nullable(STRING)})
-_SIGNATURE = _Record("a signature", {}, {
-    "leaves": _DictOf(_LEAF), "static": _DictOf(STRING), "structure": _DictOf(STRING),
-    "positional": INTEGER, "keywords": _ListOf(STRING), "context": _DictOf(STRING),
-    "function_id": INTEGER, "function_kind": STRING})
-_CHANGE = _Record("a lowering change", {"field": STRING, "before": STRING, "after": STRING},
-                  {"argument": _Nullable(STRING)})
-_TRACE_ERROR = _Record("a trace error", {"type": STRING, "message": STRING},
-                       {"argument": _Nullable(STRING)})
-_EVENT = _Record("an event", {
-    "seq": INTEGER, "function": STRING, "defined_at": _Nullable(STRING), "owner": STRING,
-    "call_site": _Nullable(STRING), "call_index": _Nullable(INTEGER), "depth": INTEGER,
-    "traced": BOOLEAN, "compiled": BOOLEAN, "start_seconds": NUMBER,
-}, {
-    "trace_seconds": NUMBER, "lower_seconds": NUMBER, "compile_seconds": NUMBER,
-    "signature": _Nullable(_SIGNATURE), "lowering_changes": _Nullable(_ListOf(_CHANGE)),
-    "error": _Nullable(_TRACE_ERROR), "persistent_cache": _Nullable(STRING),
-    "cache_saved_seconds": NUMBER, "call_of": _Nullable(STRING),
-    "lower_start_seconds": _Nullable(NUMBER), "compile_start_seconds": _Nullable(NUMBER),
-    "kind": ANY, "cause": ANY, "causes": ANY,  # added by the report, recomputed on analysis
-})
-_ENVIRONMENT = _Record("the environment", {
-    "jax_version": STRING, "python_version": STRING, "backend": STRING, "hook_mode": STRING,
-}, {"compilation_cache_dir": _Nullable(STRING)})
-_STALE = _Record("a stale capture", {
-    "function": STRING, "defined_at": _Nullable(STRING), "variable": STRING, "scope": STRING,
-    "traced_value": STRING, "current_value": STRING}, {})
-_SESSION = _Record("a session", {
-    "schema_version": INTEGER, "environment": _ENVIRONMENT, "events": _ListOf(_EVENT),
-}, {
-    "target": STRING, "target_exception": _Nullable(STRING),
-    "totals": _Record("the totals", {}, {"wall_seconds": NUMBER}, open_=True),
-    "base_context": _DictOf(STRING), "calls": _DictOf(INTEGER), "warnings": _ListOf(STRING),
-    "stale_captures": _ListOf(_STALE),
-    "functions": ANY, "cause_table": ANY, "suggestions": ANY,  # report only: recomputed
-})
-_HEADER = _Record("the header record", {
-    "type": STRING, "schema_version": INTEGER, "environment": _ENVIRONMENT, "target": STRING,
-    "base_context": _DictOf(STRING)}, {})
-_EVENT_RECORD = _Record("an event record", {"type": STRING, "id": INTEGER, "event": _EVENT}, {})
-_END_RECORD = _Record("the end record", {
-    "type": STRING, "wall_seconds": NUMBER, "calls": _DictOf(INTEGER),
-    "warnings": _ListOf(STRING), "stale_captures": _ListOf(_STALE),
-    "target_exception": _Nullable(STRING)}, {})

@@ -193,6 +193,7 @@ class Event:
     call_of: str | None = None  # function key of the profiled target / counted function
     lower_start_seconds: float | None = None  # when lowering began (seconds since the start)
     compile_start_seconds: float | None = None
+    process: int | None = None  # merged sessions only: the jax.distributed process index
 
     def stages(self) -> list[tuple[str, float, float]]:
         """(stage, start, seconds) for each stage that ran: trace, lower, compile."""
@@ -223,11 +224,36 @@ class StaleCapture:
 
 @dataclass(frozen=True, slots=True)
 class Environment:
+    """What recorded the session. ``process_index``, ``process_count`` and ``host`` are set for
+    a process of a ``jax.distributed`` job (``process_count`` > 1); ``backend`` is ``NO_BACKEND``
+    when JAX's backend had not started when the recording stopped."""
+
     jax_version: str
     python_version: str
     backend: str
     hook_mode: str  # a HookMode value
     compilation_cache_dir: str | None = None
+    process_index: int | None = None
+    process_count: int | None = None
+    host: str | None = None
+
+
+NO_BACKEND = "no backend"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """One process of a merged session (``recompile-cli merge --save``): where its report came
+    from and what belongs to it alone; its events carry ``process`` = ``index``."""
+
+    index: int
+    source: str  # the report file it was merged from
+    target: str
+    wall_seconds: float
+    host: str | None = None
+    jax_version: str | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    target_exception: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +270,7 @@ class Session:
     stale_captures: tuple[StaleCapture, ...] = ()
     target_exception: str | None = None
     schema_version: int = SCHEMA_VERSION
+    processes: tuple[ProcessRecord, ...] = ()  # a merged session's processes, else empty
 
 
 def function_key(name: str, defined_at: str | None) -> str:

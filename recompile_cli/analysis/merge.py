@@ -1,0 +1,251 @@
+"""Merging the per-process reports of a multi-process JAX job into one.
+
+Each process of a ``jax.distributed`` job records its own session, tagged with its
+``process_index``, ``process_count`` and host (``recompile-cli run --save run-{process}.json``).
+``merge_files`` reads them, checks that they belong together, and returns a ``Merged``: the
+merged ``Session`` (every event carries its ``process``; ``processes`` lists where each came
+from) and the per-process sessions that the divergence analysis (``analysis.divergence``)
+compares. A merged session can itself be merged again: it is split back into its processes.
+
+Files that cannot belong to one job (another script, another ``process_count``, two files of
+the same process) raise ``MergeError``; differences that are legal but worth knowing (JAX
+versions, script arguments, missing processes) become the ``notes`` of the result and the
+warnings of the merged session. Pure apart from reading the files: no printing, no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from recompile_cli.analysis.causes import Cause, explain_events
+from recompile_cli.errors import RecompileError
+from recompile_cli.session.files import load_session
+from recompile_cli.session.model import Event, ProcessRecord, Session, StaleCapture
+
+
+class MergeError(RecompileError):
+    """Reports that cannot be merged: not the processes of one run of one program."""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One process: its index in the job, the file it came from, and its own session."""
+
+    index: int
+    source: str
+    session: Session
+
+    @property
+    def host(self) -> str | None:
+        return self.session.environment.host
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged session, its processes (by index) and what the merge noticed."""
+
+    session: Session
+    parts: tuple[Part, ...]
+    process_count: int | None  # the job's size, as its processes recorded it
+    notes: tuple[str, ...]
+
+
+def merge_files(paths: Sequence[str | Path]) -> Merged:
+    """Load every report (a saved session, JSON report, events log or merged session) and merge
+    them. Raises ``SessionFileError`` for a file that is not a report and ``MergeError`` for
+    reports that are not the processes of one job."""
+    if not paths:
+        raise MergeError("merge needs at least one report: pass the files each process saved, "
+                         "e.g. recompile-cli merge reports/run-*.json.")
+    loaded: list[tuple[str, Session]] = []
+    for path in paths:
+        session = load_session(path)
+        loaded += split(session, str(path)) if session.processes else [(str(path), session)]
+    return merge(loaded)
+
+
+def merge(loaded: Sequence[tuple[str, Session]]) -> Merged:
+    """Merge ``(source, session)`` pairs, one per process."""
+    notes: list[str] = []
+    _check_same_program(loaded, notes)
+    count = _process_count(loaded)
+    parts = _number(loaded, count, notes)
+    if count is not None and len(parts) < count:
+        present = {p.index for p in parts}
+        missing = [i for i in range(count) if i not in present]
+        notes.append(f"the reports of process(es) {_list(missing)} of the {count} in the job "
+                     "are missing: they are not compared")
+    notes += _version_notes(parts)
+    return Merged(_merged_session(parts, count, notes), tuple(parts), count, tuple(notes))
+
+
+def split(session: Session, source: str) -> list[tuple[str, Session]]:
+    """A merged session's processes as ``(source, session)`` pairs, as they were merged."""
+    out = []
+    for record in session.processes:
+        prefix = f"process {record.index}: "
+        environment = dataclasses.replace(
+            session.environment, process_index=record.index, host=record.host,
+            jax_version=record.jax_version or session.environment.jax_version)
+        out.append((f"{source} (process {record.index}, from {record.source})", Session(
+            environment=environment, target=record.target,
+            events=tuple(dataclasses.replace(e, process=None) for e in session.events
+                         if e.process == record.index),
+            wall_seconds=record.wall_seconds, base_context=dict(session.base_context),
+            calls=dict(record.calls), target_exception=record.target_exception,
+            warnings=tuple(w.removeprefix(prefix) for w in session.warnings
+                           if w.startswith(prefix)),
+            stale_captures=session.stale_captures)))
+    return out
+
+
+# -- checks ----------------------------------------------------------------------------------------
+def _program(target: str) -> tuple[str, str]:
+    """``(script or target, its arguments)`` of a session's target label."""
+    program, _, arguments = target.partition(" ")
+    return program, arguments
+
+
+def _check_same_program(loaded: Sequence[tuple[str, Session]], notes: list[str]) -> None:
+    first_source, first = loaded[0]
+    program, arguments = _program(first.target)
+    for source, session in loaded[1:]:
+        other, other_arguments = _program(session.target)
+        if other != program:
+            raise MergeError(f"{source} records {other!r} but {first_source} records "
+                             f"{program!r}: these are not processes of one run. Merge the "
+                             "reports that the processes of one job saved (e.g. "
+                             "reports/run-*.json of one run).")
+        if other_arguments != arguments:
+            notes.append(f"the script arguments differ between processes ({first_source}: "
+                         f"{arguments!r}, {source}: {other_arguments!r}); expected when they "
+                         "carry the process index, else the reports come from different runs")
+            arguments = other_arguments  # one note per change, not per file
+
+
+def _process_count(loaded: Sequence[tuple[str, Session]]) -> int | None:
+    sizes: dict[int, str] = {}  # process_count -> the first file that says so
+    for source, session in loaded:
+        if session.environment.process_count is not None:
+            sizes.setdefault(session.environment.process_count, source)
+    if len(sizes) > 1:
+        where = "; ".join(f"{size} in {source}" for size, source in sizes.items())
+        raise MergeError(f"the reports come from jobs of different sizes (process_count "
+                         f"{where}): they are not processes of one run. Merge the reports of "
+                         "one run only.")
+    return next(iter(sizes), None)
+
+
+def _number(loaded: Sequence[tuple[str, Session]], count: int | None,
+            notes: list[str]) -> list[Part]:
+    """A ``Part`` per report, at its process index; reports without one (not recorded in a
+    ``jax.distributed`` job) take the free indices in the order given."""
+    taken: dict[int, str] = {}
+    parts: list[Part] = []
+    unnumbered: list[tuple[str, Session]] = []
+    for source, session in loaded:
+        index = session.environment.process_index
+        if index is None:
+            unnumbered.append((source, session))
+            continue
+        if count is not None and not 0 <= index < count:
+            raise MergeError(f"{source} is process {index} of a job of {count}: the report is "
+                             "damaged. Record the run again.")
+        if index in taken:
+            raise MergeError(f"{taken[index]} and {source} are both process {index}: they come "
+                             "from different runs (or one file was passed twice). Merge the "
+                             "reports of one run only, one file per process.")
+        taken[index] = source
+        parts.append(Part(index, source, session))
+    free = (i for i in range(len(loaded) + len(taken)) if i not in taken)
+    for source, session in unnumbered:
+        part = Part(next(free), source, session)
+        parts.append(part)
+        if count is not None or len(loaded) > 1:
+            notes.append(f"{source} has no process index (it was not recorded in a "
+                         f"jax.distributed job, or stopped before jax.distributed.initialize): "
+                         f"merged as process {part.index}")
+    return sorted(parts, key=lambda p: p.index)
+
+
+def _version_notes(parts: Sequence[Part]) -> list[str]:
+    notes = []
+    for name in ("jax_version", "python_version", "backend", "hook_mode"):
+        values: dict[str, list[int]] = {}
+        for part in parts:
+            values.setdefault(str(getattr(part.session.environment, name)), []).append(part.index)
+        if len(values) > 1:
+            notes.append(f"the processes ran with different {name.replace('_', ' ')}s "
+                         f"({grouped(values)}): a different program per process may follow "
+                         "from that alone")
+    return notes
+
+
+# -- the merged session ----------------------------------------------------------------------------
+def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) -> Session:
+    first = parts[0].session
+    events: list[Event] = []
+    for part in parts:
+        for event in part.session.events:
+            events.append(dataclasses.replace(event, seq=len(events), process=part.index))
+    calls: dict[str, int] = {}
+    for part in parts:
+        for key, n in part.session.calls.items():
+            calls[key] = calls.get(key, 0) + n
+    targets = list(dict.fromkeys(p.session.target for p in parts))
+    failures = [f"process {p.index}: {p.session.target_exception}" for p in parts
+                if p.session.target_exception]
+    stale: dict[tuple[str, str | None, str], StaleCapture] = {}
+    for part in parts:
+        for capture in part.session.stale_captures:
+            stale.setdefault((capture.function, capture.defined_at, capture.variable), capture)
+    return Session(
+        environment=dataclasses.replace(first.environment, process_index=None, host=None,
+                                        process_count=count or len(parts)),
+        target=targets[0] if len(targets) == 1 else (
+            f"{_program(targets[0])[0]} (arguments differ per process)"),
+        events=tuple(events), wall_seconds=max(p.session.wall_seconds for p in parts),
+        base_context=dict(first.base_context), calls=calls,
+        warnings=tuple([*notes, *(f"process {p.index}: {w}" for p in parts
+                                  for w in p.session.warnings)]),
+        stale_captures=tuple(stale.values()),
+        target_exception="; ".join(failures) or None,
+        processes=tuple(ProcessRecord(
+            index=p.index, source=p.source, target=p.session.target,
+            wall_seconds=p.session.wall_seconds, host=p.host,
+            jax_version=p.session.environment.jax_version, calls=dict(p.session.calls),
+            target_exception=p.session.target_exception) for p in parts))
+
+
+def explain_by_process(events: Sequence[Event], base_context: dict[str, str]
+                       ) -> dict[int, tuple[Cause, ...]]:
+    """``causes.explain_events`` for a session whose events may come from several processes
+    (a merged session): each event is explained against the earlier events of its own process
+    only, so each process's first compile is a ``first_compile``. The same as
+    ``explain_events`` for a single-process session."""
+    by_process: dict[int | None, list[Event]] = {}
+    for event in events:
+        by_process.setdefault(event.process, []).append(event)
+    out: dict[int, tuple[Cause, ...]] = {}
+    for group in by_process.values():
+        out.update(explain_events(group, base_context))
+    return out
+
+
+# -- wording ---------------------------------------------------------------------------------------
+def processes(indices: Iterable[int]) -> str:
+    """``process 2`` or ``processes 0, 1``."""
+    items = sorted(indices)
+    return f"process{'es' if len(items) > 1 else ''} {_list(items)}"
+
+
+def grouped(values: dict[str, list[int]]) -> str:
+    """``f32[32,8] on processes 0, 1; f32[16,8] on process 2``."""
+    return "; ".join(f"{value} on {processes(where)}" for value, where in values.items())
+
+
+def _list(items: Iterable[int]) -> str:
+    return ", ".join(map(str, items))

@@ -1,0 +1,100 @@
+"""Which process of a ``jax.distributed`` job this is, read without starting JAX's backend.
+
+A multi-process job calls ``jax.distributed.initialize`` before anything that starts the
+backend; JAX refuses it afterwards. The recorder starts before the script runs, so what it reads
+about the environment must not start the backend: ``jax.default_backend()``,
+``jax.process_index()`` and ``jax.process_count()`` are read only once the backend runs (the
+script started it); before that the process index comes from ``jax.distributed``'s state once
+``initialize`` ran, else from the launcher's environment variables (``LAUNCHER_VARIABLES``).
+
+``output_path`` fills ``{process}`` and ``{host}`` in an output path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+# The process's rank as launchers set it: JAX's own, SLURM (srun), torchrun and Open MPI.
+LAUNCHER_VARIABLES = ("JAX_PROCESS_ID", "SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """This process: its backend (None before it started) and its place in the job."""
+
+    backend: str | None
+    process_index: int | None
+    process_count: int | None
+    host: str
+
+
+def backend_started() -> bool:
+    """Whether JAX's backend has started (then ``jax.distributed.initialize`` can no longer run);
+    True when the installed JAX cannot tell, so that callers fall back to JAX's public API."""
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:  # a JAX without this private function
+        return True
+
+
+def current() -> Identity:
+    """This process as JAX knows it now, without starting the backend."""
+    import jax
+
+    index = count = None
+    backend = None
+    if backend_started():
+        try:
+            backend = jax.default_backend()
+            index, count = jax.process_index(), jax.process_count()
+        except Exception:  # no backend could start: the script's own error says why
+            backend = None
+    if index is None:
+        index, count = _distributed_state()
+    return Identity(backend, index, count, host_name())
+
+
+def _distributed_state() -> tuple[int | None, int | None]:
+    """The index and count ``jax.distributed.initialize`` was given, once it ran."""
+    try:
+        from jax._src import distributed
+
+        state = distributed.global_state
+        if getattr(state, "client", None) is None:
+            return None, None
+        return int(state.process_id), int(state.num_processes)
+    except Exception:
+        return None, None
+
+
+def launcher_rank() -> int | None:
+    """The rank the launcher gave this process (``LAUNCHER_VARIABLES``), if any."""
+    for name in LAUNCHER_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def host_name() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def output_path(path: Path, process_index: int | None, host: str | None = None) -> Path:
+    """``path`` with ``{process}`` and ``{host}`` filled in. An unknown process index is the
+    launcher's rank, else ``pid<os pid>`` (so that the processes of a job never share a file);
+    the host name is made safe for a file name."""
+    text = str(path)
+    if "{process}" not in text and "{host}" not in text:
+        return path
+    if process_index is None:
+        process_index = launcher_rank()
+    process = str(process_index) if process_index is not None else f"pid{os.getpid()}"
+    safe_host = re.sub(r"[^A-Za-z0-9._-]", "_", host or host_name())
+    return Path(text.replace("{process}", process).replace("{host}", safe_host))

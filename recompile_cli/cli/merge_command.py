@@ -1,0 +1,86 @@
+"""``recompile-cli merge REPORT...``: one report from the per-process reports of a
+multi-process JAX job, its divergence section, and the ``--fail-on-divergence`` gate.
+
+Registered on the application in ``cli.app``; like the other commands it validates its inputs,
+calls the library (``analysis.merge``, ``analysis.divergence``), and prints through ``output``.
+Exit codes: 0, 1 when ``--fail-on-divergence`` finds a divergence, 2 for bad input or an output
+that could not be written.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recompile_cli.cli import output
+from recompile_cli.cli.output import Problems
+from recompile_cli.errors import RecompileError
+
+
+class MergeFormat(enum.StrEnum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+_EXTENSIONS = {".json": "json", ".md": "markdown", ".txt": "table"}
+
+
+def merge(
+    reports: Annotated[list[Path], typer.Argument(
+        help="The reports each process saved (--save or --output FILE.json, --events-log), "
+        "or merged sessions.")],
+    fmt: Annotated[MergeFormat | None, typer.Option(
+        "--format", "-f", help="Report format on stdout (default: table). With --output, the "
+        "file's format (default: from its extension).")] = None,
+    output_path: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Also write the merge report to this file (.json, .md, .txt).")
+    ] = None,
+    save: Annotated[Path | None, typer.Option(
+        "--save", help="Save the merged session (every event tagged with its process), to "
+        "render with `recompile-cli report` or merge again.")] = None,
+    fail_on_divergence: Annotated[bool, typer.Option(
+        "--fail-on-divergence", help="Gate: exit 1 when processes compile differently.")
+    ] = False,
+) -> None:
+    """Merge the reports of the processes of one multi-process JAX job and show where they
+    compile differently (compile counts, signatures, causes), call by call."""
+    from recompile_cli.analysis.divergence import compare
+    from recompile_cli.analysis.merge import merge_files
+    from recompile_cli.cli.app import user_errors
+    from recompile_cli.render.merged import render
+
+    problems = Problems()
+    with user_errors():
+        to = output.absolute(output_path)
+        save_to = output.absolute(save)
+        file_format = _file_format(fmt, to)
+        output.check_writable(to, "--output")
+        output.check_writable(save_to, "--save")
+        merged = merge_files(reports)
+    comparison = compare(merged.parts)
+    output.save_session(merged.session, save_to, problems)
+    if to is not None and file_format is not None:
+        written = output.write_file(to, render(merged, comparison, file_format),
+                                    "merge report", problems)
+        typer.echo(render(merged, comparison, "table"), nl=False)
+        if written:
+            typer.echo(f"Report written to {to} ({file_format}).")
+    else:
+        typer.echo(render(merged, comparison, fmt.value if fmt else "table"), nl=False)
+    diverged = bool(comparison.divergences)
+    raise typer.Exit(output.exit_code(None, None, not (fail_on_divergence and diverged),
+                                      problems))
+
+
+def _file_format(fmt: MergeFormat | None, path: Path | None) -> str | None:
+    if path is None:
+        return None
+    found = fmt.value if fmt else _EXTENSIONS.get(path.suffix.lower())
+    if found is None:
+        raise RecompileError(f"--output {path}: cannot tell the format from the name. Give the "
+                             "file an extension (.json, .md, .txt) or pass --format.")
+    return found

@@ -1,0 +1,153 @@
+"""The ``merge`` command's report: the processes, per-process function counts, and where the
+processes compile differently, as terminal text, GitHub-flavoured Markdown or JSON.
+
+Names, paths, values, hosts and messages come from the merged reports; each is made inert for
+its format where it is written (``escape.terminal``, ``escape.markdown``; JSON is data)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from tabulate import tabulate
+
+from recompile_cli.analysis.divergence import Comparison, Divergence, FunctionRow
+from recompile_cli.analysis.merge import Merged, processes
+from recompile_cli.capture.frames import relative
+from recompile_cli.fileio import jsonable, strict_json
+from recompile_cli.render import escape
+from recompile_cli.session.model import Owner
+
+FORMATS = ("table", "markdown", "json")
+MERGE_KIND = "recompile-cli-merge"
+
+
+def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
+    """The merge report in ``fmt`` (one of ``FORMATS``)."""
+    if fmt == "json":
+        return strict_json(to_dict(merged, comparison)) + "\n"
+    markdown = fmt == "markdown"
+    show: Callable[[Any], str] = escape.markdown if markdown else escape.terminal
+    heading = "### {}" if markdown else "{}"
+    tablefmt = "github" if markdown else "simple"
+    session, env = merged.session, merged.session.environment
+    count = merged.process_count
+    size = f" of {count}" if count is not None and count != len(merged.parts) else ""
+    title = (f"recompile-cli merge: {show(session.target)} ({len(merged.parts)} "
+             f"process{'es' if len(merged.parts) > 1 else ''}{size}; jax "
+             f"{show(env.jax_version)}, {show(env.backend)})")
+    lines = [f"**{title}**" if markdown else title, ""]
+    rows = [[p.index, show(p.host or ""), show(p.source), f"{p.session.wall_seconds:.3f}",
+             show(p.session.target_exception or "finished")] for p in merged.parts]
+    lines.append(tabulate(rows, headers=["process", "host", "report", "wall s", "outcome"],
+                          tablefmt=tablefmt, disable_numparse=True))
+    lines += ["", heading.format("Functions (each process: traces / compiles / compile s)")]
+    lines += _functions(comparison, show, tablefmt)
+    lines += ["", heading.format(_divergence_title(comparison))]
+    lines += [line for d in comparison.divergences for line in _divergence(d, show, markdown)]
+    if not comparison.divergences:
+        compared = sum(f.owner != Owner.JAX for f in comparison.functions)
+        lines.append(f"Every process traced and compiled the same programs ({compared} "
+                     f"function{'s' if compared != 1 else ''} compared).")
+    if merged.notes:
+        lines += ["", heading.format("Notes")]
+        lines += [f"- {show(note)}" for note in merged.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _divergence_title(comparison: Comparison) -> str:
+    n = len(comparison.divergences)
+    if not n:
+        return "Divergence: none"
+    return (f"Divergence: {n} function{'s' if n > 1 else ''} compile{'' if n > 1 else 's'} "
+            "differently across processes")
+
+
+def _functions(comparison: Comparison, show: Callable[[Any], str], tablefmt: str) -> list[str]:
+    shown = [f for f in comparison.functions if f.owner != Owner.JAX]
+    headers = ["function", "defined at", *(f"process {i}" for i in comparison.processes),
+               "same"]
+    rows = [[show(f.name), show(location(f.defined_at)),
+             *(_cell(f, i) for i in comparison.processes), "yes" if f.same else "NO"]
+            for f in shown]
+    lines = [tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+             if rows else "(no user function was traced or compiled)"]
+    internal = [f for f in comparison.functions if f.owner == Owner.JAX]
+    if internal and tablefmt == "github":
+        lines.append("")  # a line of its own, not a row of the table
+    if internal:
+        per_process = ", ".join(str(sum(f.counts[i].compiles for f in internal))
+                                for i in comparison.processes)
+        lines.append(f"+ jax: {len(internal)} internal functions, compiles per process: "
+                     f"{per_process}")
+    return lines
+
+
+def _cell(f: FunctionRow, index: int) -> str:
+    c = f.counts[index]
+    return f"{c.traces} / {c.compiles} / {c.compile_seconds:.3f}"
+
+
+def _divergence(d: Divergence, show: Callable[[Any], str], markdown: bool) -> list[str]:
+    where = location(d.defined_at)
+    name = f"{show(d.name)} ({show(where)})" if where else show(d.name)
+    compiles: dict[str, list[int]] = {}
+    for index, n in d.compiles.items():
+        compiles.setdefault(str(n), []).append(index)
+    lines = [f"- {'**' + name + '**' if markdown else name}: {', '.join(d.aspects)} differ; "
+             f"compiles: {_grouped(compiles, show)}"]
+    calls = "; ".join(f"call {n} on {processes([i])}" for i, n in sorted(d.calls.items()))
+    stages = _grouped({k: list(v) for k, v in d.stages.items()}, show)
+    indent = "  - " if markdown else "    "
+    lines.append(f"{indent}first differs at its {_ordinal(d.at)} trace or compile"
+                 f"{f' ({calls})' if calls else ''}: {stages}")
+    lines += [f"{indent}{show(diff.argument)}: "
+              f"{_grouped({k: list(v) for k, v in diff.values.items()}, show)}"
+              for diff in d.differences]
+    return lines
+
+
+def location(where: str | None) -> str:
+    """``file:line`` relative to the current folder; ``""`` when unknown."""
+    return relative(where) or ""
+
+
+def _grouped(values: dict[str, list[int]], show: Callable[[Any], str]) -> str:
+    return "; ".join(f"{show(value)} on {processes(where)}" for value, where in values.items())
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def to_dict(merged: Merged, comparison: Comparison) -> dict[str, Any]:
+    """The merge report as JSON-ready data."""
+    env = merged.session.environment
+    data: dict[str, Any] = jsonable({
+        "kind": MERGE_KIND,
+        "schema_version": merged.session.schema_version,
+        "target": merged.session.target,
+        "jax_version": env.jax_version,
+        "backend": env.backend,
+        "process_count": merged.process_count,
+        "processes": [{"index": p.index, "host": p.host, "source": p.source,
+                       "target": p.session.target, "wall_seconds": p.session.wall_seconds,
+                       "target_exception": p.session.target_exception} for p in merged.parts],
+        "functions": [{"key": f.key, "name": f.name, "defined_at": f.defined_at,
+                       "owner": f.owner, "same": f.same,
+                       "per_process": {str(i): asdict(c) for i, c in f.counts.items()}}
+                      for f in comparison.functions],
+        "divergences": [{"key": d.key, "name": d.name, "defined_at": d.defined_at,
+                         "aspects": list(d.aspects),
+                         "compiles": {str(i): n for i, n in d.compiles.items()},
+                         "at": d.at, "stages": {k: list(v) for k, v in d.stages.items()},
+                         "calls": {str(i): n for i, n in d.calls.items()},
+                         "differences": [{"argument": x.argument,
+                                          "values": {k: list(v) for k, v in x.values.items()}}
+                                         for x in d.differences]}
+                        for d in comparison.divergences],
+        "notes": list(merged.notes),
+    })
+    return data
