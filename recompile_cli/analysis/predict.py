@@ -101,3 +101,9 @@ def multiple_for(values: list[int], buckets: int = 8) -> int:
 
 def round_up(width: int) -> Callable[[int], int]:
     return lambda n: max(width, math.ceil(n / width) * width)
+
+
+def padding_overhead(sizes: list[int], bucket: Callable[[int], int]) -> int:
+    """Average extra work of padding each size to its bucket, in percent of the size."""
+    extra = [(bucket(n) - n) / n for n in sizes if n > 0]
+    return round(100 * sum(extra) / len(extra)) if extra else 0

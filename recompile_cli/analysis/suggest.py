@@ -9,7 +9,7 @@ parent's, and JAX's or a library's internals are not the user's to fix. Predicti
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from recompile_cli.analysis import predict
 from recompile_cli.analysis.causes import (
@@ -46,10 +46,19 @@ class _Group:
     events: list[Event]
     causes: list[Cause]
     signatures: list[Signature]  # every successful top-level trace of the function, in order
+    others: list[str] = field(default_factory=list)  # other changes of the same events
+    first_events: list[Event] = field(default_factory=list)  # every top-level trace, in order
 
     @property
     def compiles(self) -> int:
         return predict.compiles_after(self.signatures, lambda s: s)
+
+    def also(self) -> str:
+        """`` Together with: ...`` naming the other changes of the same events, if any."""
+        if not self.others:
+            return ""
+        return (" Together with: " + "; ".join(self.others[:3])
+                + (f" ({len(self.others)} in all)" if len(self.others) > 3 else "") + ".")
 
     def values(self) -> list[str]:
         seen: list[str] = []
@@ -64,6 +73,9 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> It
     top = [e for e in events if e.owner == "user" and e.depth == 0]
     signatures: dict[str, list[Signature]] = {}
     groups: dict[tuple[str, str, str | None], tuple[list[Event], list[Cause]]] = {}
+    others: dict[tuple[str, str, str | None], list[str]] = {}
+    traced_events: dict[str, list[Event]] = {}
+    compiled_once: set[str] = set()
     errors: dict[tuple[str, str | None], Event] = {}
     for event in top:
         key = function_key(event.function, event.defined_at)
@@ -72,17 +84,30 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> It
             continue
         if event.traced and event.signature is not None:
             signatures.setdefault(key, []).append(event.signature)
-        cause = causes[event.seq][0]
+            traced_events.setdefault(key, []).append(event)
+        if key not in compiled_once:  # its first compile is no re-compilation, even when
+            compiled_once.add(key)    # a nested trace of it came first
+            if event.compiled or event.traced:
+                continue
+        cause, *rest = causes[event.seq]
         found = groups.setdefault((key, cause.code, cause.argument), ([], []))
         found[0].append(event)
         found[1].append(cause)
+        also = others.setdefault((key, cause.code, cause.argument), [])
+        for other in rest:
+            if other.code == cause.code == SHAPE:  # the same axis, named already
+                continue
+            text = _change_text(other)
+            if text not in also:
+                also.append(text)
     for (name, argument), event in errors.items():
         yield _trace_error(name, argument, event)
     for (key, code, argument), (group_events, group_causes) in groups.items():
         rule = _RULES.get(code)
         if rule is not None:
             group = _Group(group_events[0].function, argument, group_events, group_causes,
-                           signatures.get(key, []))
+                           signatures.get(key, []), others.get((key, code, argument), []),
+                           traced_events.get(key, []))
             yield rule(group)
 
 
@@ -105,37 +130,83 @@ def _shape(g: _Group) -> Suggestion:
     if not dims:
         return Suggestion(g.name, SHAPE, f"re-compiled {_times(len(g.events))} for "
                           f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
-                          "fixed sizes and mask the padding, so that one shape is reused.")
+                          "fixed sizes and mask the padding, so that one shape is reused."
+                          + g.also())
     dim, values = max(dims.items(), key=lambda item: len(item[1]))
     axis = _same_axis(g.signatures, values)
     dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
     where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
     sizes = [s.leaves[path].shape[dim] for s in g.signatures if path in s.leaves]
-    last = sizes[-1]
-    if len(values) == 2 and last == min(values) and sizes.count(last) == 1:
-        full = max(values)
-        after = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
-        return Suggestion(g.name, SHAPE, (
-            f"the last batch is smaller: {where} is {full}, then {last} once at the "
-            f"end. Pad the last batch to {full} (and mask it) or drop it (drop_last): "
-            f"{g.compiles} compiles -> {after}."), after)
-    if len(values) >= 3:
-        pow2 = predict.compiles_after(g.signatures, _on_axis(axis, predict.next_power_of_two))
-        width = predict.multiple_for(values)
-        multiples = predict.compiles_after(g.signatures, _on_axis(axis, predict.round_up(width)))
-        buckets = sorted({predict.next_power_of_two(v) for v in values})
-        return Suggestion(g.name, SHAPE, (
-            f"{where} took {len(values)} values ({min(values)}..{max(values)}): "
-            f"{g.compiles} compiles -> {pow2} with power-of-two buckets of {where} "
-            f"({_listed([str(b) for b in buckets], 8)}), or {multiples} with multiples of "
-            f"{width}. Pad along that dimension to the bucket size and mask the padding."),
-            pow2)
     full = max(values)
-    after = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
+    pad_all = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
+    if len(values) == 2:
+        small = min(values)
+        overhead = predict.padding_overhead(sizes, lambda n: full)
+        pad = (f"pad to {full} (and mask) so that one shape is reused: {g.compiles} compiles "
+               f"-> {pad_all} (pads {overhead}% on average)")
+        # The call history of the argument: a last batch follows several calls of the full
+        # size from the same call site; two datasets come from two call sites, or early.
+        at, sites = _history(g, path, dim, small, full)
+        last_batch = (sizes[-1] == small and sizes.count(small) == 1
+                      and (at >= 2 if at is not None else len(sites) == 1))
+        if last_batch:
+            calls = f" (call {at + 1}, after {at} calls of {full})" if at is not None else ""
+            return Suggestion(g.name, SHAPE, (
+                f"the last batch is smaller: {where} is {full}, then {small} once at the "
+                f"end{calls}. Pad the last batch to {full} (and mask it) or drop it "
+                f"(drop_last): {g.compiles} compiles -> {pad_all}." + g.also()), pad_all)
+        if sizes.count(small) == 1 and sizes.count(full) == 1:
+            last = (f" (If {small} is instead the last, smaller batch of a loop, pad it or drop "
+                    "it: drop_last.)" if sizes[-1] == small and at is None else "")
+            return Suggestion(g.name, SHAPE, (
+                f"two datasets of different sizes: {where} is {sizes[0]}, then {sizes[1]}; "
+                "each size compiles once, which is expected (e.g. a train and a test set). To "
+                f"share one compile, {pad}.{last}" + g.also()), pad_all)
+        return Suggestion(g.name, SHAPE, (
+            f"{where} took the values {_listed([str(v) for v in values])}: {pad}."
+            + g.also()), pad_all)
+    options: list[tuple[int, str]] = []
+    pow2 = predict.compiles_after(g.signatures, _on_axis(axis, predict.next_power_of_two))
+    buckets = sorted({predict.next_power_of_two(v) for v in values})
+    if pow2 < g.compiles and buckets[-1] <= 2 * full:
+        overhead = predict.padding_overhead(sizes, predict.next_power_of_two)
+        options.append((pow2, f"{pow2} with power-of-two buckets of {where} "
+                              f"({_listed([str(b) for b in buckets], 8)}; pads {overhead}% on "
+                              "average)"))
+    width = predict.multiple_for(values)
+    multiples = predict.compiles_after(g.signatures, _on_axis(axis, predict.round_up(width)))
+    if multiples < g.compiles and width > 1 and predict.round_up(width)(full) <= 2 * full:
+        overhead = predict.padding_overhead(sizes, predict.round_up(width))
+        options.append((multiples, f"{multiples} with multiples of {width} (pads {overhead}% "
+                                   "on average)"))
+    if not options:
+        overhead = predict.padding_overhead(sizes, lambda n: full)
+        return Suggestion(g.name, SHAPE, (
+            f"{where} took {len(values)} values ({min(values)}..{full}): pad to {full} (and "
+            f"mask) so that one shape is reused: {g.compiles} compiles -> {pad_all} (pads "
+            f"{overhead}% on average)." + g.also()), pad_all)
     return Suggestion(g.name, SHAPE, (
-        f"{where} took the values {_listed([str(v) for v in values])}: pad to "
-        f"{full} (and mask) so that one shape is reused: {g.compiles} compiles -> {after}."),
-        after)
+        f"{where} took {len(values)} values ({min(values)}..{full}): {g.compiles} compiles -> "
+        + ", or ".join(text for _, text in options)
+        + ". Pad along that dimension to the bucket size and mask the padding." + g.also()),
+        options[0][0])
+
+
+def _history(g: _Group, path: str, dim: int, small: int, full: int
+             ) -> tuple[int | None, set[str | None]]:
+    """(the call, 0-based where counted, at which ``small`` first reached ``path`` dim; the
+    call sites of the events that brought either size)."""
+    at: int | None = None
+    sites: set[str | None] = set()
+    found = False
+    for event in g.first_events:
+        leaf = event.signature.leaves.get(path) if event.signature else None
+        if leaf is None or dim >= len(leaf.shape) or leaf.shape[dim] not in (small, full):
+            continue
+        sites.add(event.call_site)
+        if leaf.shape[dim] == small and not found:
+            at, found = event.call_index, True
+    return at, sites
 
 
 def _same_axis(signatures: list[Signature], values: list[int]) -> list[tuple[str, int]]:
@@ -159,11 +230,12 @@ def _on_axis(axis: list[tuple[str, int]], bucket: Callable[[int], int]) -> predi
 def _dtype(g: _Group) -> Suggestion:
     path = g.argument or ""
     first = g.signatures[0].leaves.get(path) if g.signatures else None
+    dtype = first.dtype if first else "float32"
     after = (predict.compiles_after(g.signatures, predict.one_dtype(path, first.dtype))
              if first else None)
     return Suggestion(g.name, DTYPE, (
         f"`{g.argument}` reached {g.name} with different dtypes ({_listed(g.values())}). Cast "
-        f"it once before the call, e.g. `{g.argument}.astype(jnp.float32)`"
+        f"it once before the call, e.g. `{g.argument}.astype(jnp.{dtype})` (the dtype seen first)"
         + (f": {g.compiles} compiles -> {after}." if after is not None else ".")), after)
 
 
@@ -178,14 +250,25 @@ def _weak_type(g: _Group) -> Suggestion:
 def _static(g: _Group) -> Suggestion:
     values = g.values()
     after = predict.compiles_after(g.signatures, predict.without_static(g.argument or ""))
+    fix = (f"{g.compiles} compiles -> {after}; or narrow the values it can take."
+           if after < g.compiles else
+           "that alone would not reduce the compiles, since something else changed in the "
+           "same calls.")
     return Suggestion(g.name, STATIC_VALUE, (
         f"static argument `{g.argument}` of {g.name} took {len(values)} values "
         f"({_listed(values)}); each new value compiles again. If it changes often, pass it as "
-        "a traced array instead (branch with `jax.lax.cond` / `jnp.where`): "
-        f"{g.compiles} compiles -> {after}; or narrow the values it can take."), after)
+        f"a traced array instead (branch with `jax.lax.cond` / `jnp.where`): {fix}"
+        + g.also()), after)
 
 
 def _tree(g: _Group) -> Suggestion:
+    if any(c.detail.startswith("pytree node data changed") for c in g.causes):
+        return Suggestion(g.name, TREE_STRUCTURE, (
+            f"`{g.argument}` took the values {_listed(g.values(), 3)} between calls of "
+            f"{g.name}: a static field or attribute of the argument (e.g. a model switched "
+            "between train and eval mode) is part of the cache key, so each value compiles "
+            "once. Expected if you switch modes on purpose; otherwise keep it fixed."
+            + g.also()))
     return Suggestion(g.name, TREE_STRUCTURE, (
         f"the pytree structure of `{g.argument}` changed between calls of {g.name} "
         f"({_listed(g.values(), 3)}). Keep containers the same (same dict keys, same list "
@@ -242,6 +325,18 @@ def _sharding(g: _Group) -> Suggestion:
         f"compiled again without a re-trace because {what} arrived with a "
         "different placement or donation (e.g. committed to a device by `jax.device_put`). "
         "Place inputs the same way at every call."))
+
+
+def _change_text(cause: Cause) -> str:
+    """``shape of `x` (f32[3] -> f32[4])``: one change, for "Together with"."""
+    what = f"{cause.code} of `{cause.argument}`" if cause.argument else cause.code
+    if cause.before is not None and cause.after is not None:
+        what += f" ({_short(cause.before)} -> {_short(cause.after)})"
+    return what
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _times(n: int) -> str:

@@ -103,12 +103,34 @@ def python_function(fn: object) -> object:
 
 
 def function_key_of(fn: object) -> str:
-    """The ``name@file:line`` key JAX's debug info gives the function under ``fn``."""
+    """The ``name@file:line`` key the recorder gives the function under ``fn``: a library's
+    wrapper renamed after the user's function (``equinox.filter_jit`` jits its own
+    ``fun_wrapped`` named ``step``) is keyed by the user's function it was made for."""
     inner = python_function(fn)
     code = getattr(inner, "__code__", None)
     name = getattr(inner, "__name__", type(inner).__name__)
+    if code is not None and name != code.co_name and not is_user_file(code.co_filename):
+        user = _user_function_named(name, sys._getframe(1))
+        if user is not None:
+            inner, code = user, user.__code__
     where = f"{code.co_filename}:{code.co_firstlineno}" if code else None
     return function_key(name, where)
+
+
+def _user_function_named(name: str, frame: types.FrameType | None, depth: int = 12
+                         ) -> types.FunctionType | None:
+    """The user's function called ``name`` held by a library frame on the stack (the wrapper
+    being made for it, e.g. ``fun`` in ``equinox.filter_jit(fun)``)."""
+    while frame is not None and depth:
+        if not is_user_file(frame.f_code.co_filename):
+            for value in list(frame.f_locals.values()):
+                inner = python_function(value)
+                code = getattr(inner, "__code__", None)
+                if (isinstance(inner, types.FunctionType) and code is not None
+                        and inner.__name__ == name and is_user_file(code.co_filename)):
+                    return inner
+        frame, depth = frame.f_back, depth - 1
+    return None
 
 
 def relative(location: str | None) -> str | None:

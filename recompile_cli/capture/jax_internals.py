@@ -24,19 +24,16 @@ adapter evens out so that every version reports the same top-level traces.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from recompile_cli.capture import frames
-from recompile_cli.session.model import Change, Leaf
+from recompile_cli.capture import signatures
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
 _EXCLUDED = False
@@ -228,44 +225,19 @@ def _timed_fun_name(frame: Any, depth: int = 8) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class TraceInfo:
-    """What one ``_trace_for_jit`` call saw."""
-
-    fun: Any
-    name: str
-    defined_at: str | None
-    eager_primitive: bool
-    depth: int
-    retraced: bool
-    seconds: float
-    leaves: dict[str, Leaf]
-    static: dict[str, str]
-    structure: dict[str, str]
-    positional: int
-    keywords: tuple[str, ...]
-    context: dict[str, str]
-    function_kind: str
-    error: BaseException | None
-    jaxpr_id: int | None  # id of the traced ClosedJaxpr, to pair the trace with its lowering
-
-
-@dataclass(frozen=True, slots=True)
-class LowerInfo:
-    """What one missed ``_pjit_lower`` call saw."""
-
-    name: str
-    defined_at: str | None
-    leaves: dict[str, Leaf]
-    changes: tuple[Change, ...] | None  # None: no earlier lowering of this jaxpr
-    jaxpr_id: int
+# What the hooks hand to the recorder (built in ``signatures``).
+TraceInfo = signatures.TraceInfo
+LowerInfo = signatures.LowerInfo
+_trace_info = signatures.trace_info  # one name to call (tests make it fail on purpose)
+_name_and_location = signatures.name_and_location  # kept for tests/test_jax_versions.py
 
 
 def trace_context() -> dict[str, str]:
-    """The current tracing context (config values and context managers) as name -> text."""
+    """The current tracing context (config values and context managers) as name -> text,
+    values in full (``signatures.full_repr``)."""
     from jax._src import config
 
-    return {name: _short_repr(value)
+    return {name: signatures.full_repr(value)
             for name, value in zip(config.trace_context_names(), config.trace_context(),
                                    strict=False)}
 
@@ -359,8 +331,9 @@ class Hooks:
                 retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
                 if retraced:
                     jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
-                    self._on_trace(_trace_info(fun, ji, dbg, avals, args, kwargs, depth,
-                                               seconds, error, jaxpr))
+                    self._on_trace(_trace_info(
+                        fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
+                        trace_context()))
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 
@@ -377,6 +350,7 @@ class _LowerWrapper:
     def __init__(self, cache: Any, hooks: Hooks) -> None:
         self._cache = cache
         self._hooks = hooks
+        self._keys = signatures.LoweringKeys()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cache, name)
@@ -400,193 +374,15 @@ class _LowerWrapper:
             local.depth = depth
         try:
             if _misses(cache) > misses_before:
-                self._hooks._on_lower(_lower_info(cache, jaxpr, args))
+                self._hooks._on_lower(_lower_info(self._keys, jaxpr, args))
         except Exception as exc:  # never raise into user code
             self._hooks._report(exc)
         return result
 
 
-# Positional parameters of _pjit_lower after the jaxpr (JAX 0.10-0.12), for naming key changes.
-_LOWER_FIELDS = ("in_shardings", "out_shardings", "in_layouts", "out_layouts", "donated_invars",
-                 "ctx_mesh", "name", "keep_unused", "inline", "compiler_options_kvs")
-
-
-def _lower_info(cache: Any, jaxpr: Any, args: tuple[Any, ...]) -> LowerInfo:
-    dbg = getattr(jaxpr.jaxpr, "debug_info", None)
-    name, defined_at = _name_and_location(dbg, fallback=str(args[6]) if len(args) > 6 else "?")
-    names = _arg_names(dbg, len(jaxpr.in_avals))
-    leaves = {n: _leaf(a) for n, a in zip(names, jaxpr.in_avals, strict=False)}
-    # Keys are (weakref(jaxpr), trace context, positional args, kwargs); ours is the newest.
-    earlier = [key[2] for key in cache.cache_keys() if key[0]() is jaxpr]
-    earlier = [key for key in earlier if tuple(key) != tuple(args)]
-    changes: tuple[Change, ...] | None = None
-    if earlier:
-        changes = tuple(_key_changes(names, earlier[-1], args))
-    return LowerInfo(name, defined_at, leaves, changes, id(jaxpr))
-
-
-def _key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...]
-                 ) -> Iterator[Change]:
-    """The lowering-key fields that differ, per argument for the per-argument tuples."""
-    for field, new, old in zip(_LOWER_FIELDS, after, before, strict=False):
-        if new == old:
-            continue
-        per_argument = (isinstance(new, tuple) and isinstance(old, tuple)
-                        and len(new) == len(old) == len(names))
-        if per_argument:
-            for name, n, o in zip(names, new, old, strict=False):
-                if n != o:
-                    yield Change(field, _short_repr(o), _short_repr(n), argument=name)
-        else:
-            yield Change(field, _short_repr(old), _short_repr(new))
-
-
-def _trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[Any, ...],
-                kwargs: dict[str, Any], depth: int, seconds: float, error: BaseException | None,
-                jaxpr: Any) -> TraceInfo:
-    name, defined_at = _name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
-    if frames.owner_of(frames.path_of(defined_at)) == "library":
-        defined_at = _user_function_behind(fun, ji, args, name) or defined_at
-    names = _arg_names(dbg, len(avals))
-    leaves = {n: _leaf(a) for n, a in zip(names, avals, strict=False)}
-    params = _param_names(ji, len(args))
-    static_nums = set(ji.static_argnums)
-    static_names = set(ji.static_argnames)
-    static = {params[i]: _short_repr(v) for i, v in enumerate(args) if i in static_nums}
-    static.update({k: _short_repr(v) for k, v in kwargs.items() if k in static_names})
-    structure = {params[i]: _structure(v) for i, v in enumerate(args) if i not in static_nums}
-    structure.update({k: _structure(v) for k, v in kwargs.items() if k not in static_names})
-    return TraceInfo(
-        fun=fun, name=name, defined_at=defined_at,
-        eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
-        retraced=True, seconds=seconds, leaves=leaves, static=static, structure=structure,
-        positional=len(args), keywords=tuple(sorted(kwargs)), context=trace_context(),
-        function_kind=function_kind(fun), error=error,
-        jaxpr_id=None if jaxpr is None else id(jaxpr))
-
-
-def _user_function_behind(fun: Any, ji: Any, args: tuple[Any, ...], name: str) -> str | None:
-    """``file:line`` of the user's function that a library's jit wrapper traces for it.
-
-    Wrappers such as ``equinox.filter_jit`` jit a function of their own, named after the
-    user's, and pass the user's function along (as a static argument or in a closure). Without
-    this, the user's function would be reported as the library's.
-    """
-    candidates = [getattr(fun, "__wrapped__", None)]
-    candidates += [cell.cell_contents for cell in (getattr(fun, "__closure__", None) or ())
-                   if _filled(cell)]
-    for i in ji.static_argnums:
-        if i < len(args):
-            candidates += _shallow(args[i])
-    for candidate in candidates:
-        inner = frames.python_function(candidate)
-        code = getattr(inner, "__code__", None)
-        if (code is not None and getattr(inner, "__name__", None) == name
-                and frames.is_user_file(code.co_filename)):
-            return f"{code.co_filename}:{code.co_firstlineno}"
-    return None
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        _ = cell.cell_contents
-    except ValueError:
-        return False
-    return True
-
-
-def _shallow(value: Any, depth: int = 4, limit: int = 64) -> list[Any]:
-    """The items of nested tuples, lists and dicts, a few levels down and a few dozen at most
-    (equinox passes ``((user_function,), treedef)`` inside a static tuple)."""
-    if depth and isinstance(value, (tuple, list, dict)):
-        items = value.values() if isinstance(value, dict) else value
-        out: list[Any] = []
-        for item in items:
-            out += _shallow(item, depth - 1, limit - len(out))
-            if len(out) >= limit:
-                break
-        return out
-    return [value]
-
-
-def function_kind(fun: Any) -> str:
-    """What kind of callable ``fun`` is, to name the pattern behind a new function object."""
-    if isinstance(fun, functools.partial):
-        return "partial"
-    if inspect.ismethod(fun):
-        return "bound_method"
-    name = getattr(fun, "__name__", "")
-    if name == "<lambda>":
-        return "lambda"
-    if "<locals>" in getattr(fun, "__qualname__", ""):
-        return "closure"
-    return "function"
+def _lower_info(keys: signatures.LoweringKeys, jaxpr: Any, args: tuple[Any, ...]) -> LowerInfo:
+    return signatures.lower_info(keys.add(jaxpr, tuple(args)), jaxpr, args)
 
 
 def _misses(cache: Any) -> int:
     return int(cache.cache_info().misses)
-
-
-_LOCATION = re.compile(r"\S.*:\d+")
-
-
-def _name_and_location(dbg: Any, fallback: str) -> tuple[str, str | None]:
-    """Split DebugInfo.func_src_info (``"f at /path/file.py:12"``) into name and location.
-
-    The name itself may contain " at " (``functools.partial`` reprs, a ``__name__`` set by hand),
-    so the split is on the last one, and only a ``path:line`` tail counts as a location.
-    """
-    src = getattr(dbg, "func_src_info", None) or ""
-    func_name = getattr(dbg, "func_name", None)
-    name, sep, where = src.rpartition(" at ")
-    if sep and _LOCATION.fullmatch(where):
-        return name or func_name or fallback, where
-    return func_name or src or fallback, None
-
-
-def _arg_names(dbg: Any, count: int) -> list[str]:
-    names = getattr(dbg, "arg_names", None)
-    if names is not None and len(names) == count:
-        return [n if n else f"args[{i}]" for i, n in enumerate(names)]
-    return [f"args[{i}]" for i in range(count)]
-
-
-def _param_names(ji: Any, count: int) -> list[str]:
-    """Parameter names for positional arguments, from the signature JAX already inspected."""
-    sig = getattr(ji, "fun_signature", None)
-    names: list[str] = []
-    if sig is not None:
-        for p in sig.parameters.values():
-            if p.kind == inspect.Parameter.VAR_POSITIONAL:
-                break
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                          inspect.Parameter.POSITIONAL_OR_KEYWORD):
-                names.append(p.name)
-    return [names[i] if i < len(names) else f"args[{i}]" for i in range(count)]
-
-
-def _leaf(aval: Any) -> Leaf:
-    shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(aval, "shape", ()))
-    sharding = getattr(aval, "sharding", None)
-    spec = None
-    if sharding is not None and not getattr(getattr(sharding, "mesh", None), "empty", True):
-        spec = str(getattr(sharding, "spec", sharding))
-    return Leaf(shape=tuple(shape), dtype=str(getattr(aval, "dtype", type(aval).__name__)),
-                weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
-
-
-def _structure(value: Any) -> str:
-    import jax
-
-    text = str(jax.tree_util.tree_structure(value))
-    if text.startswith("PyTreeDef(") and text.endswith(")"):
-        text = text[len("PyTreeDef("):-1]
-    return text
-
-
-def _short_repr(value: Any, limit: int = 120) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."

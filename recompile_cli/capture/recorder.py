@@ -353,6 +353,11 @@ class Recorder:
                 self._snapshots.append((info.name, info.defined_at, snapshot))
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
+        if info.jaxpr_id is not None and info.error is None:  # its lowering may come later
+            traced = getattr(self._local, "traced", None)
+            if traced is None:
+                traced = self._local.traced = {}
+            traced[info.jaxpr_id] = draft
         self._emit(draft)
 
     def _on_lower(self, info: jax_internals.LowerInfo) -> None:
@@ -361,11 +366,20 @@ class Recorder:
         local = self._local
         pending = getattr(local, "pending_lower", None)
         local.pending_lower = None
-        seconds, start = pending or (0.0, time.perf_counter() - self._t0)
+        if pending is None:  # a new lowering key, but JAX lowered nothing: no event
+            return
+        seconds, start = pending
         current: _Draft | None = getattr(local, "current", None)
         if current is None or current.lowered or current.jaxpr_id != info.jaxpr_id:
-            current = self._new(info.name, info.defined_at, depth=0, seconds=seconds)
-            current.signature = Signature(leaves=info.leaves)
+            # Paired by the jaxpr: a trace made earlier (jax.eval_shape, .trace()) lends its
+            # signature to the compile that uses it; anything else is a jaxpr of its own.
+            traced = (getattr(local, "traced", None) or {}).get(info.jaxpr_id)
+            if traced is not None and traced.function != info.name:
+                traced = None
+            current = self._new(info.name, traced.defined_at if traced else info.defined_at,
+                                depth=0, seconds=seconds)
+            current.signature = (traced.signature if traced is not None
+                                 else Signature(leaves=info.leaves))
             current.lowering_changes = info.changes
             local.current = current
         current.lowered, current.lower_seconds, current.lower_start = True, seconds, start

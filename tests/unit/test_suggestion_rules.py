@@ -27,14 +27,43 @@ def test_buckets_when_a_dimension_takes_three_or_more_sizes():
     assert (s.function, s.code, s.predicted_compiles) == ("f", "shape", 7)
     assert s.message == (
         "`tokens` dim 0 took 40 values (1..40): 40 compiles -> 7 with power-of-two buckets of "
-        "`tokens` dim 0 (1, 2, 4, 8, 16, 32, 64), or 5 with multiples of 8. Pad along that "
-        "dimension to the bucket size and mask the padding.")
+        "`tokens` dim 0 (1, 2, 4, 8, 16, 32, 64; pads 39% on average), or 5 with multiples of "
+        "8 (pads 49% on average). Pad along that dimension to the bucket size and mask the "
+        "padding.")
 
 
 def test_buckets_name_every_dim_of_the_same_axis():
     s = only(*[sig(x=leaf("f32", n, n)) for n in (2, 3, 5)])
-    assert s.message.startswith("`x` dims 0, 1 took 3 values (2..5): 3 compiles -> 3 with")
-    assert s.predicted_compiles == 3  # 2, 4, 8
+    # power-of-two buckets (2, 4, 8) would not reduce the 3 compiles: never suggested
+    assert s.message == ("`x` dims 0, 1 took 3 values (2..5): pad to 5 (and mask) so that one "
+                         "shape is reused: 3 compiles -> 1 (pads 72% on average).")
+    assert s.predicted_compiles == 1
+
+
+def test_buckets_never_pad_far_past_the_sizes_seen():
+    s = only(*[sig(x=leaf("f32", n)) for n in (100, 120, 128)])
+    assert s.message == (
+        "`x` dim 0 took 3 values (100..128): 3 compiles -> 1 with power-of-two buckets of `x` "
+        "dim 0 (128; pads 12% on average), or 2 with multiples of 16 (pads 6% on average). Pad "
+        "along that dimension to the bucket size and mask the padding.")
+
+
+def test_two_datasets_of_different_sizes_are_not_a_last_batch():
+    s = only(event(sig(x=leaf("f32", 8000, 4)), call_site="eval.py:20 (<module>)"),
+             event(sig(x=leaf("f32", 2000, 4)), call_site="eval.py:21 (<module>)"))
+    assert s.message.startswith("two datasets of different sizes: `x` dim 0 is 8000, then 2000")
+    assert "Pad the last batch" not in s.message and s.predicted_compiles == 1
+
+
+def test_static_value_and_shape_changed_together_are_both_named():
+    s = only(sig(x=X3, static={"n": "1"}), sig(x=leaf("f32", 4), static={"n": "2"}))
+    assert s.code == "static_value"
+    assert s.message.endswith("Together with: shape of `x` (f32[3] -> f32[4]).")
+
+
+def test_first_top_level_compile_after_a_nested_trace_gets_no_suggestion():
+    s = suggestions(event(sig(x=X3), depth=1, compiled=False), sig(x=leaf("f32", 4)))
+    assert s == []
 
 
 def test_last_partial_batch():
@@ -52,7 +81,7 @@ def test_one_shape_when_a_dimension_takes_two_sizes():
     s = only(*[sig(x=leaf("f32", n)) for n in (4, 8, 4, 8)])
     assert (s.code, s.predicted_compiles) == ("shape", 1)
     assert s.message == ("`x` dim 0 took the values 4, 8: pad to 8 (and mask) so that one "
-                         "shape is reused: 2 compiles -> 1.")
+                         "shape is reused: 2 compiles -> 1 (pads 50% on average).")
 
 
 def test_shape_with_a_change_of_rank_has_no_prediction():
@@ -75,7 +104,12 @@ def test_dtype():
     assert (s.code, s.predicted_compiles) == ("dtype", 1)
     assert s.message == (
         "`x` reached f with different dtypes (f32[4], i32[4], f16[4]). Cast it once before the "
-        "call, e.g. `x.astype(jnp.float32)`: 3 compiles -> 1.")
+        "call, e.g. `x.astype(jnp.float32)` (the dtype seen first): 3 compiles -> 1.")
+
+
+def test_dtype_names_the_dtype_seen_first():
+    s = only(sig(x=leaf("i32", 4)), sig(x=leaf("f32", 4)))
+    assert "`x.astype(jnp.int32)` (the dtype seen first)" in s.message
 
 
 def test_static_values():
