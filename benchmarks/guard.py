@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -38,6 +39,16 @@ def cached_call_seconds(f, x, calls: int) -> float:
 def paired(reps: int, measure, blocks: int = 1) -> tuple[float, float, float]:
     """Median seconds off, on, and the median of the paired on/off ratios; with ``blocks``,
     each repetition alternates that many blocks per condition and keeps the fastest of each."""
+    off, on, ratios = _paired(reps, measure, blocks)
+    return statistics.median(off), statistics.median(on), statistics.median(ratios)
+
+
+def paired_ratios(reps: int, measure, blocks: int = 1) -> list[float]:
+    """The per-repetition on/off ratios of ``paired``."""
+    return _paired(reps, measure, blocks)[2]
+
+
+def _paired(reps: int, measure, blocks: int) -> tuple[list[float], list[float], list[float]]:
     off, on, ratios = [], [], []
     for rep in range(reps):
         measured: dict[bool, list[float]] = {False: [], True: []}
@@ -49,7 +60,7 @@ def paired(reps: int, measure, blocks: int = 1) -> tuple[float, float, float]:
         off.append(best_off)
         on.append(best_on)
         ratios.append(best_on / best_off)
-    return statistics.median(off), statistics.median(on), statistics.median(ratios)
+    return off, on, ratios
 
 
 def main() -> None:
@@ -58,6 +69,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000, help="calls per block")
     parser.add_argument("--blocks", type=int, default=10, help="blocks per condition and rep")
     parser.add_argument("--recompiles", type=int, default=20)
+    parser.add_argument("--ratios-only", action="store_true",
+                        help="print only the cached-call ratios, one per rep, as a JSON list "
+                        "(for benchmarks/run.py)")
     args = parser.parse_args()
     x = jnp.ones(10)
 
@@ -72,6 +86,9 @@ def main() -> None:
         finally:
             handle.uninstall()
 
+    if args.ratios_only:
+        print(json.dumps(paired_ratios(args.reps, guarded_call, args.blocks)))
+        return
     off, on, ratio = paired(args.reps, guarded_call, args.blocks)
     print(f"cached call, no guard:       {off * 1e6:8.3f} us/call (median)")
     print(f"cached call, guard on:       {on * 1e6:8.3f} us/call (median)")

@@ -98,26 +98,40 @@ def package_of(owner: str, defined_at: str | None) -> str:
 
 
 def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
-    rows = [{
-        "key": function_key(e.function, e.defined_at), "name": e.function,
-        "defined_at": e.defined_at, "owner": e.owner,
-        "package": package_of(e.owner, e.defined_at), "traced": int(e.traced),
-        "compiled": int(e.compiled), "error": int(e.error is not None),
-        "trace_seconds": e.trace_seconds, "lower_seconds": e.lower_seconds,
-        "compile_seconds": e.compile_seconds, "cause": causes[e.seq][0].code,
-    } for e in session.events]
-    if not rows:
+    """One row per function; built from columns in one pass over the events (no per-event
+    dictionaries, no per-group lookups), so it stays linear in the number of events."""
+    events = session.events
+    if not events:
         return pd.DataFrame(columns=FUNCTION_COLUMNS)
-    frame = pd.DataFrame(rows)
+    known: dict[tuple[str, str | None], str] = {}
+    keys = [known.get((e.function, e.defined_at)) or known.setdefault(
+        (e.function, e.defined_at), function_key(e.function, e.defined_at)) for e in events]
+    frame = pd.DataFrame({
+        "key": keys, "name": [e.function for e in events],
+        "defined_at": [e.defined_at for e in events], "owner": [e.owner for e in events],
+        "traced": [int(e.traced) for e in events], "compiled": [int(e.compiled) for e in events],
+        "error": [int(e.error is not None) for e in events],
+        "trace_seconds": [e.trace_seconds for e in events],
+        "lower_seconds": [e.lower_seconds for e in events],
+        "compile_seconds": [e.compile_seconds for e in events],
+    })
     table = frame.groupby("key", sort=False).agg(
         name=("name", "first"), defined_at=("defined_at", "first"), owner=("owner", "first"),
-        package=("package", "first"), traces=("traced", "sum"), compiles=("compiled", "sum"),
+        traces=("traced", "sum"), compiles=("compiled", "sum"),
         errors=("error", "sum"), trace_seconds=("trace_seconds", "sum"),
         lower_seconds=("lower_seconds", "sum"), compile_seconds=("compile_seconds", "sum"),
     ).reset_index()
-    by_key = frame.groupby("key", sort=False)["cause"]
-    table["causes"] = pd.Series([dict(Counter(by_key.get_group(k)).most_common())
-                                 for k in table["key"]], index=table.index, dtype=object)
+    counts: dict[str, Counter[str]] = {}
+    packages: dict[str, str] = {}  # of each function's first event, as "first" would take
+    for key, event in zip(keys, events, strict=True):
+        found = counts.get(key)
+        if found is None:
+            found = counts[key] = Counter()
+            packages[key] = package_of(event.owner, event.defined_at)
+        found[causes[event.seq][0].code] += 1
+    table["package"] = [packages[k] for k in table["key"]]
+    table["causes"] = pd.Series([dict(counts[k].most_common()) for k in table["key"]],
+                                index=table.index, dtype=object)
     table["calls"] = pd.array([session.calls.get(k) for k in table["key"]], dtype="Int64")
     table["not_user"] = table["owner"] != "user"
     table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],
@@ -125,57 +139,83 @@ def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.Dat
     return table[FUNCTION_COLUMNS].reset_index(drop=True)
 
 
+_CauseKey = tuple[str, str, str, str, str]
+
+
 def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
     """One row per (function, cause, argument, call site) of top-level re-compilations that are
-    not JAX's own, with the seconds they cost; repeated events collapse into one row."""
-    rows = []
+    not JAX's own, with the seconds they cost; repeated events collapse into one row.
+
+    The values of each row are gathered in the same pass as the rows' keys (a dictionary per
+    key), not by iterating the groups of a data frame."""
+    keys: list[_CauseKey] = []
+    seconds: list[float] = []
+    seqs: list[int] = []
+    values: dict[_CauseKey, dict[str, None]] = {}
     for e in session.events:
         cause = causes[e.seq][0]
         if e.depth > 0 or e.owner == "jax" or cause.code == FIRST_COMPILE:
             continue
-        rows.append({"function": e.function, "owner": e.owner, "code": cause.code,
-                     "argument": cause.argument or "", "call_site": e.call_site or "",
-                     "seconds": event_cost(e), "before": cause.before, "after": cause.after,
-                     "seq": e.seq})
-    if not rows:
+        key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
+        keys.append(key)
+        seconds.append(event_cost(e))
+        seqs.append(e.seq)
+        seen = values.get(key)
+        if seen is None:
+            seen = values[key] = {}
+            _add_value(seen, cause.before)
+        _add_value(seen, cause.after)
+    if not keys:
         return pd.DataFrame(columns=CAUSE_COLUMNS)
-    frame = pd.DataFrame(rows)
-    keys = ["function", "owner", "code", "argument", "call_site"]
-    table = frame.groupby(keys, sort=False).agg(
+    names = ["function", "owner", "code", "argument", "call_site"]
+    frame = pd.DataFrame(keys, columns=names)
+    frame["seconds"], frame["seq"] = seconds, seqs
+    table = frame.groupby(names, sort=False).agg(
         count=("seq", "size"), seconds=("seconds", "sum"), first_event=("seq", "min"),
     ).reset_index()
-    table["values"] = [_value_range(group) for _, group in frame.groupby(keys, sort=False)]
+    table["values"] = [_value_range(values[key]) for key in
+                       zip(*(table[name] for name in names), strict=True)]
     table = table.sort_values(["seconds", "count"], ascending=False, kind="stable")
     return table[CAUSE_COLUMNS].reset_index(drop=True)
 
 
-def _value_range(group: pd.DataFrame) -> str:
+def _add_value(values: dict[str, None], value: str | None) -> None:
+    """Keep each distinct value once, in the order first seen (a dictionary as an ordered set:
+    a row of 100,000 distinct shapes costs one lookup per value, not a scan of the list)."""
+    if value is not None and value == value:
+        values.setdefault(str(value))
+
+
+def _value_range(values: dict[str, None]) -> str:
     """``f32[100,100] -> f32[150,150]`` for one event; ``f32[1] ... f32[40] (40 values)`` for
     many: the first value seen before and the values seen after, in order."""
-    values: list[str] = []
-    for value in [group["before"].iloc[0], *group["after"]]:
-        if value is not None and value == value and value not in values:
-            values.append(str(value))
     if len(values) <= 3:
         return " -> ".join(values)
-    return f"{values[0]} ... {values[-1]} ({len(values)} values)"
+    return f"{next(iter(values))} ... {next(reversed(values))} ({len(values)} values)"
 
 
 def events_frame(report: Report) -> pd.DataFrame:
-    """One flat row per event (EVENT_COLUMNS), its primary cause spelled out."""
-    rows = []
-    for e in report.session.events:
-        cause = report.primary(e)
-        rows.append({
-            "seq": e.seq, "function": e.function, "defined_at": e.defined_at, "owner": e.owner,
-            "call_site": e.call_site, "call_index": e.call_index, "depth": e.depth,
-            "kind": event_kind(e), "traced": e.traced, "compiled": e.compiled,
-            "start_seconds": e.start_seconds, "trace_seconds": e.trace_seconds,
-            "lower_seconds": e.lower_seconds, "compile_seconds": e.compile_seconds,
-            "cause": cause.code, "argument": cause.argument, "before": cause.before,
-            "after": cause.after, "detail": cause.detail,
-            "error_type": e.error.type if e.error else None,
-            "error_argument": e.error.argument if e.error else None,
-            "persistent_cache": e.persistent_cache,
-        })
-    return pd.DataFrame(rows, columns=EVENT_COLUMNS)
+    """One flat row per event (EVENT_COLUMNS), its primary cause spelled out; built column by
+    column."""
+    events = report.session.events
+    primary = [report.causes[e.seq][0] for e in events]
+    columns: dict[str, list[object]] = {
+        "seq": [e.seq for e in events], "function": [e.function for e in events],
+        "defined_at": [e.defined_at for e in events], "owner": [e.owner for e in events],
+        "call_site": [e.call_site for e in events],
+        "call_index": [e.call_index for e in events], "depth": [e.depth for e in events],
+        "kind": [event_kind(e) for e in events], "traced": [e.traced for e in events],
+        "compiled": [e.compiled for e in events],
+        "start_seconds": [e.start_seconds for e in events],
+        "trace_seconds": [e.trace_seconds for e in events],
+        "lower_seconds": [e.lower_seconds for e in events],
+        "compile_seconds": [e.compile_seconds for e in events],
+        "cause": [c.code for c in primary], "argument": [c.argument for c in primary],
+        "before": [c.before for c in primary], "after": [c.after for c in primary],
+        "detail": [c.detail for c in primary],
+        "error_type": [e.error.type if e.error else None for e in events],
+        "error_argument": [e.error.argument if e.error else None for e in events],
+        "persistent_cache": [e.persistent_cache for e in events],
+    }
+    assert list(columns) == EVENT_COLUMNS
+    return pd.DataFrame(columns, columns=EVENT_COLUMNS)

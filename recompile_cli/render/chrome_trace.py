@@ -16,27 +16,27 @@ from typing import Any
 
 from recompile_cli.analysis.causes import FIRST_COMPILE
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.fileio import strict_json
-from recompile_cli.session.model import Event, function_key
+from recompile_cli.render import json_text
+from recompile_cli.session.model import Event
 
 _PID = 1
 _US = 1e6
 
 
 def render(report: Report, show_all: bool = False) -> str:
-    return strict_json(trace_events(report), indent=1) + "\n"
+    return json_text.document(trace_events(report), long=("traceEvents",))
 
 
 def trace_events(report: Report) -> dict[str, Any]:
     session = report.session
-    tracks: dict[str, int] = {}
+    tracks: dict[tuple[str, str | None], int] = {}  # one per function_key
     events: list[dict[str, Any]] = [
         {"ph": "M", "pid": _PID, "name": "process_name",
          "args": {"name": f"recompile-cli: {session.target}"}}]
     timed: list[dict[str, Any]] = []
     compiles = 0
     for e in session.events:
-        key = function_key(e.function, e.defined_at)
+        key = (e.function, e.defined_at)
         if key not in tracks:
             tracks[key] = len(tracks) + 1
             label = f"{e.function} ({e.owner})" if e.owner != "user" else e.function

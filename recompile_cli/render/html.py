@@ -4,11 +4,14 @@ needed to open it: styles, script and picture are all inside the file.
 
 Every value from the session (names, values, paths, messages) is written through
 ``escape.html``, in text, tables, SVG labels and tooltips alike; nothing from it becomes markup.
-Click a column header to sort its table (again to reverse)."""
+Click a column header to sort its table (again to reverse).
+
+The page stays the same size however long the run: the events table lists its first
+``MAX_EVENT_ROWS`` rows and says how many there are, and the timeline (``render.timeline``) has
+a bounded number of rows and marks."""
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any
 
@@ -17,16 +20,17 @@ from recompile_cli.render.escape import html as escape
 from recompile_cli.render.escape import is_missing
 from recompile_cli.render.table import (
     cause_rows,
+    count_events,
     event_rows,
     function_rows,
     hidden_functions,
-    location,
     warnings,
 )
-from recompile_cli.session.model import Event, function_key
+from recompile_cli.render.timeline import timeline
 
-_STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
-_ROW, _LABEL, _WIDTH = 22, 220, 960
+# The events table lists this many rows at most, so that the page stays quick to open and sort
+# however long the run; the page says how many there are and where to find them all.
+MAX_EVENT_ROWS = 1_000
 
 
 def render(report: Report, show_all: bool = False) -> str:
@@ -49,13 +53,19 @@ def render(report: Report, show_all: bool = False) -> str:
                         f"{escape(session.target_exception)}</p>")
     if not report.cause_table.empty:
         sections += ["<h2>Re-compilations by cost</h2>", _table(*cause_rows(report), "causes")]
-    sections += ["<h2>Timeline</h2>", _timeline(report, show_all)]
+    sections += ["<h2>Timeline</h2>", timeline(report, show_all)]
     sections += ["<h2>Functions</h2>", _table(*function_rows(report, show_all), "functions")]
     if not show_all:
         sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
-    headers, rows = event_rows(report, show_all)
+    headers, rows = event_rows(report, show_all, MAX_EVENT_ROWS)
     if rows:
         sections += ["<h2>Recompilation events</h2>", _table(headers, rows, "events")]
+        total = count_events(report, show_all)
+        if total > len(rows):
+            sections.append(
+                f'<p class="hidden" id="events-more">The first {len(rows):,} of {total:,} '
+                "events (a click on a header sorts these); <code>recompile-cli report SESSION "
+                "--format csv</code> or <code>--format json</code> lists them all.</p>")
     if report.suggestions:
         sections += ["<h2>Suggestions</h2>", "<ul>" + "".join(
             f"<li><b>{escape(s.function)}</b>: {escape(s.message)}</li>"
@@ -82,70 +92,6 @@ def _cell(value: object) -> str:
         text = f"{value:.3f}" if isinstance(value, float) else str(value)
         return f'<td class="num">{escape(text)}</td>'
     return f"<td>{escape(value)}</td>"
-
-
-def _shorten(label: str, width: int = 32) -> str:
-    return label if len(label) <= width else label[:width - 1] + "\u2026"
-
-
-def _finite(*numbers_: float) -> bool:
-    return all(isinstance(n, (int, float)) and math.isfinite(n) for n in numbers_)
-
-
-def _timeline(report: Report, show_all: bool) -> str:
-    """One row per function that traced or compiled at top level (JAX's own functions share one
-    row unless ``show_all``); a bar per stage, at its real time."""
-    session = report.session
-    events = [e for e in session.events if e.depth == 0 and (e.traced or e.compiled)
-              and all(_finite(start, seconds) for _, start, seconds in e.stages())]
-    if not events:
-        return "<p>No trace or compile to show.</p>"
-
-    def row_of(e: Event) -> str:
-        if e.owner == "jax" and not show_all:
-            return "jax"
-        return function_key(e.function, e.defined_at)
-
-    order: dict[str, str] = {}
-    for e in sorted(events, key=lambda e: (e.owner != "user", e.start_seconds)):
-        order.setdefault(row_of(e), "JAX internals" if row_of(e) == "jax" else
-                         e.function if e.owner == "user" else f"{e.function} ({e.owner})")
-    rows = {key: i for i, key in enumerate(order)}
-    wall = session.wall_seconds if _finite(session.wall_seconds) else 0.0
-    end = max(wall, max(e.end_seconds for e in events)) or 1.0
-    scale = (_WIDTH - _LABEL - 10) / end
-    height = _ROW * len(rows) + 30
-    parts = [(f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" '
-              f'height="{height}" role="img" aria-label="compiles over the run per function">')]
-    for key, label in order.items():
-        y = rows[key] * _ROW
-        whole = f"<title>{escape(label)}</title>" if len(label) > 32 else ""
-        parts.append(f'<text x="4" y="{y + 15}" class="label">{escape(_shorten(label))}{whole}'
-                     "</text>")
-        parts.append(f'<line x1="{_LABEL}" x2="{_WIDTH - 10}" y1="{y + _ROW - 2}" '
-                     f'y2="{y + _ROW - 2}" class="grid"/>')
-    for e in events:
-        y = rows[row_of(e)] * _ROW + 3
-        cause = report.primary(e)
-        for stage, start, seconds in e.stages():
-            x, w = _LABEL + max(start, 0.0) * scale, max(seconds * scale, 1.5)
-            tip = (f"#{e.seq} {e.function}: {stage} {seconds * 1000:.1f} ms; {cause.code}"
-                   + (f" at {cause.argument}: {cause.before} -> {cause.after}"
-                      if cause.argument else "")
-                   + (f" ({location(e.call_site)})" if location(e.call_site) else ""))
-            parts.append(f'<rect class="stage {stage}" x="{x:.1f}" y="{y}" width="{w:.1f}" '
-                         f'height="{_ROW - 8}" fill="{_STAGE_COLOURS[stage]}">'
-                         f"<title>{escape(tip)}</title></rect>")
-    axis_y = height - 12
-    for i in range(6):
-        t = end * i / 5
-        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
-        parts.append(f'<text x="{_LABEL + t * scale:.1f}" y="{axis_y}" class="axis" '
-                     f'text-anchor="{anchor}">{t:.2f} s</text>')
-    parts.append("</svg>")
-    legend = " ".join(f'<span class="key" style="background:{c}"></span>{s}'
-                      for s, c in _STAGE_COLOURS.items())
-    return "".join(parts) + f'<p class="legend">{legend}</p>'
 
 
 _PAGE = """<!DOCTYPE html>

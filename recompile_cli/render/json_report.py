@@ -4,21 +4,32 @@ suggestions. Strict JSON: NaN and infinities are written as ``null``."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 import pandas as pd
 
+from recompile_cli.analysis.causes import Cause
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.fileio import jsonable, strict_json
+from recompile_cli.fileio import jsonable
+from recompile_cli.render import json_text
 from recompile_cli.session.files import session_to_dict
+
+_CAUSE_FIELDS = tuple(f.name for f in fields(Cause))
 
 
 def render(report: Report, show_all: bool = False) -> str:
-    return strict_json(to_dict(report)) + "\n"
+    """The report as strict JSON: one field per line, one event per line (``json_text``)."""
+    return json_text.document(_fields(report), long=("events", "functions", "cause_table"))
 
 
 def to_dict(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready data (what ``render`` writes)."""
+    data: dict[str, Any] = jsonable(_fields(report))
+    return data
+
+
+def _fields(report: Report) -> dict[str, Any]:
     saved = session_to_dict(report.session)
     functions = report.functions.drop(columns=["key"]).to_dict(orient="records")
     for row in functions:
@@ -29,11 +40,12 @@ def to_dict(report: Report) -> dict[str, Any]:
     for row in causes:
         row["count"], row["first_event"] = int(row["count"]), int(row["first_event"])
     for event, data in zip(report.session.events, saved["events"], strict=True):
-        explained = [asdict(c) for c in report.causes[event.seq]]
+        explained = [{name: getattr(c, name) for name in _CAUSE_FIELDS}
+                     for c in report.causes[event.seq]]
         data["kind"] = event_kind(event)
         data["cause"] = explained[0]
         data["causes"] = explained
-    report_data: dict[str, Any] = jsonable({
+    return {
         "schema_version": saved["schema_version"],
         "environment": saved["environment"],
         "target": saved["target"],
@@ -47,5 +59,5 @@ def to_dict(report: Report) -> dict[str, Any]:
         "warnings": saved["warnings"],
         "calls": saved["calls"],
         "base_context": saved["base_context"],
-    })
-    return report_data
+        **({"processes": saved["processes"]} if "processes" in saved else {}),
+    }

@@ -3,8 +3,9 @@ cost-ranked causes, per-function table, events, suggestions, warnings."""
 
 from __future__ import annotations
 
+import itertools
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from recompile_cli.analysis.report import (
 )
 from recompile_cli.capture.frames import relative
 from recompile_cli.render import escape
+from recompile_cli.session.model import Event
 
 _MAX_ROWS = 30
 
@@ -115,13 +117,21 @@ def hidden_functions(report: Report) -> list[str]:
             for package, group in hidden.groupby("package", sort=True)]
 
 
-def event_rows(report: Report, show_all: bool) -> Table:
-    rows = []
+def shown_events(report: Report, show_all: bool) -> Iterator[Event]:
+    """The events the report lists: the user's top-level re-compilations and failed traces, or
+    every event with ``show_all``."""
     for event in report.session.events:
+        if show_all or not (event.owner != "user" or event.depth > 0 or (
+                report.primary(event).code == "first_compile" and event.error is None)):
+            yield event
+
+
+def event_rows(report: Report, show_all: bool, limit: int | None = None) -> Table:
+    """The events table; only its first ``limit`` rows when given (``count_events`` says how
+    many there are in all), so that a long run costs no more than the rows shown."""
+    rows = []
+    for event in itertools.islice(shown_events(report, show_all), limit):
         cause = report.primary(event)
-        if not show_all and (event.owner != "user" or event.depth > 0
-                             or (cause.code == "first_compile" and event.error is None)):
-            continue
         before, after = escape.text(cause.before), escape.text(cause.after)
         change = f"{before} -> {after}" if before or after else ""
         what = "trace+compile" if event.traced and event.compiled else (
@@ -132,6 +142,11 @@ def event_rows(report: Report, show_all: bool) -> Table:
                      escape.text(cause.argument), change,
                      f"error: {event.error.type}" if event.error else cause.code])
     return ["#", "function", "call", "stage", "argument", "before -> after", "cause"], rows
+
+
+def count_events(report: Report, show_all: bool) -> int:
+    """How many rows ``event_rows`` has without a limit."""
+    return sum(1 for _ in shown_events(report, show_all))
 
 
 def location(where: object) -> str:
@@ -172,13 +187,14 @@ def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
 
 
 def _events(report: Report, show_all: bool, style: Style) -> list[str]:
-    headers, rows = event_rows(report, show_all)
+    headers, rows = event_rows(report, show_all, _MAX_ROWS)
     if not rows:
         return []
     lines = ["", style.heading.format("Recompilation events"),
-             _tabulate(rows[:_MAX_ROWS], headers, style, _EVENT_TEXT, _EVENT_WRAP)]
-    if len(rows) > _MAX_ROWS:
-        lines.append(f"... {len(rows) - _MAX_ROWS} more (see --format json)")
+             _tabulate(rows, headers, style, _EVENT_TEXT, _EVENT_WRAP)]
+    total = count_events(report, show_all)
+    if total > _MAX_ROWS:
+        lines.append(f"... {total - _MAX_ROWS} more (see --format json)")
     return lines
 
 

@@ -1,0 +1,108 @@
+"""Reports of long runs stay bounded and linear: the HTML page's events table and timeline do
+not grow with the run, the JSON report writes one event per line through the C encoder, and the
+cause table's value ranges are gathered in one pass. No wall-clock assertions here: the speed
+goals are measured side by side in ``benchmarks/run.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import synthetic
+
+from recompile_cli.analysis.report import analyse, events_frame
+from recompile_cli.render import json_text, render
+from recompile_cli.render.html import MAX_EVENT_ROWS
+from recompile_cli.render.json_report import to_dict
+from recompile_cli.render.timeline import MAX_EXACT_EVENTS, MAX_ROWS, WIDTH
+from recompile_cli.session.model import Session
+
+
+@pytest.fixture(scope="module")
+def large():
+    return analyse(synthetic.build(5_000, functions=50))
+
+
+def _renamed(session: Session, name: str) -> Session:
+    events = tuple(dataclasses.replace(e, function=f"{name}{e.function}") for e in session.events)
+    return dataclasses.replace(session, events=events)
+
+
+def test_html_lists_the_first_rows_and_says_how_many_there_are(large):
+    page = render(large, "html")
+    events = page.split('id="events"')[1].split("</table>")[0]
+    assert events.count("<tr>") == MAX_EVENT_ROWS + 1  # the header row, then the rows
+    shown = sum(1 for e in large.session.events if e.owner == "user" and e.depth == 0
+                and (large.primary(e).code != "first_compile" or e.error is not None))
+    assert f"The first {MAX_EVENT_ROWS:,} of {shown:,} events" in page
+
+
+def test_html_timeline_sums_marks_per_pixel_column(large):
+    assert len(large.session.events) > MAX_EXACT_EVENTS
+    page = render(large, "html")
+    svg = page.split('<svg id="timeline"')[1].split("</svg>")[0]
+    marks = svg.count("<rect")
+    assert 0 < marks <= MAX_ROWS * (WIDTH - 230)
+    assert re.search(r"\d[\d,]* events drawn as [\d,]+ marks", page)
+    tips = re.findall(r"<title>([^<]*)</title></rect>", svg)
+    counted = sum(int(re.search(r": ([\d,]+) events from", t).group(1).replace(",", ""))
+                  for t in tips)
+    drawn = sum(1 for e in large.session.events if e.depth == 0 and (e.traced or e.compiled))
+    assert counted == drawn  # every event is in exactly one mark
+
+
+def test_html_page_size_does_not_grow_with_the_run():
+    small = len(render(analyse(synthetic.build(4_000, functions=20)), "html"))
+    big = len(render(analyse(synthetic.build(12_000, functions=20)), "html"))
+    assert big < small * 1.2
+
+
+def test_summed_timeline_escapes_names_in_labels_and_tooltips():
+    session = _renamed(synthetic.build(MAX_EXACT_EVENTS + 500, functions=5), "<img src=x>")
+    page = render(analyse(session), "html")
+    assert "<img" not in page
+    assert "&lt;img src=x&gt;fn_0" in page.split('<svg id="timeline"')[1]
+
+
+def test_timeline_shares_one_row_among_functions_beyond_the_limit():
+    session = synthetic.build(MAX_ROWS * 3, functions=MAX_ROWS * 3)
+    page = render(analyse(session), "html", show_all=True)
+    svg = page.split('<svg id="timeline"')[1].split("</svg>")[0]
+    assert svg.count('class="label"') == MAX_ROWS
+    assert "other functions" in svg
+
+
+def test_json_report_is_one_event_per_line_and_reads_back(large):
+    text = render(large, "json")
+    lines = text.splitlines()
+    events = [line for line in lines if line.startswith('    {"seq": ')]
+    assert len(events) == len(large.session.events)
+    assert json.loads(text) == to_dict(large)
+
+
+def test_json_text_writes_null_for_non_finite_numbers():
+    assert json_text.value(math.nan) == "null"
+    assert json.loads(json_text.document({"a": [1.0, math.inf], "b": {1: -math.inf}},
+                                         long=("a",))) == {"a": [1.0, None], "b": {"1": None}}
+
+
+def test_cause_table_value_range_over_many_values(large):
+    rows = large.cause_table[large.cause_table["code"] == "shape"]
+    assert not rows.empty
+    for row in rows.itertuples():
+        assert re.fullmatch(r"f32\[\d+,8\] \.\.\. f32\[\d+,8\] \(\d+ values\)", row.values), row
+        assert int(re.search(r"\((\d+) values\)", row.values).group(1)) > 3
+
+
+def test_events_frame_has_one_row_per_event(large):
+    frame = events_frame(large)
+    assert len(frame) == len(large.session.events)
+    assert frame["cause"].tolist() == [large.primary(e).code for e in large.session.events]
