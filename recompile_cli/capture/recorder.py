@@ -282,7 +282,9 @@ class Recorder:
                 if draft is not None and self._on_compile is not None and draft.depth == 0:
                     compiled = _freeze(draft.id, draft)
             elif event == CACHE_SAVED_EVENT:
-                self._local.cache_saved = duration
+                # JAX reports the stored compile time (whole seconds) minus the retrieval
+                # time, which goes negative for sub-second compiles: nothing was saved then.
+                self._local.cache_saved = max(duration, 0.0)
         except Exception as exc:
             self._on_internal_error(exc)
         if compiled is not None and self._on_compile is not None:
