@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from recompile_cli.analysis.causes import FIRST_COMPILE, Cause, explain_events
+from recompile_cli.analysis.causes import FIRST_COMPILE, Cause
+from recompile_cli.analysis.merge import explain_by_process
 from recompile_cli.analysis.suggest import Suggestion, suggest
 from recompile_cli.capture.frames import path_of
-from recompile_cli.session.model import Event, Session, function_key
+from recompile_cli.session.model import Event, EventKind, Owner, Session, function_key
 
 FUNCTION_COLUMNS = ["key", "name", "defined_at", "owner", "package", "calls", "traces",
                     "compiles", "errors", "trace_seconds", "lower_seconds", "compile_seconds",
@@ -27,14 +28,14 @@ EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_in
 CAUSE_COLUMNS = ["function", "owner", "code", "argument", "call_site", "count", "seconds",
                  "values", "first_event"]
 
-# What happened in one top-level event (nested traces are part of their parent's).
-RETRACED_AND_COMPILED = "retraced_and_compiled"
-RETRACED_REUSED = "retraced_executable_reused"
-COMPILED_WITHOUT_RETRACE = "compiled_without_retrace"
-TRACE_FAILED = "trace_failed"
-NESTED_TRACE = "nested_trace"
-EVENT_KINDS = (RETRACED_AND_COMPILED, RETRACED_REUSED, COMPILED_WITHOUT_RETRACE, TRACE_FAILED,
-               NESTED_TRACE)
+# What happened in one top-level event (``EventKind``, defined with the model; nested traces are
+# part of their parent's). The names stay importable from here for the renderers.
+RETRACED_AND_COMPILED = EventKind.RETRACED_AND_COMPILED
+RETRACED_REUSED = EventKind.RETRACED_REUSED
+COMPILED_WITHOUT_RETRACE = EventKind.COMPILED_WITHOUT_RETRACE
+TRACE_FAILED = EventKind.TRACE_FAILED
+NESTED_TRACE = EventKind.NESTED_TRACE
+EVENT_KINDS = tuple(EventKind)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Report:
         return self.causes[event.seq][0]
 
 
-def event_kind(event: Event) -> str:
+def event_kind(event: Event) -> EventKind:
     if event.depth > 0:
         return NESTED_TRACE
     if event.error is not None:
@@ -70,8 +71,8 @@ def event_cost(event: Event) -> float:
 
 
 def analyse(session: Session) -> Report:
-    causes = explain_events(session.events, session.base_context)
-    kinds = Counter(event_kind(e) for e in session.events if e.owner != "jax")
+    causes = explain_by_process(session.events, session.base_context)
+    kinds = Counter(event_kind(e) for e in session.events if e.owner != Owner.JAX)
     totals: dict[str, float | int] = {
         "traces": sum(e.traced for e in session.events),
         "compiles": sum(e.compiled for e in session.events),
@@ -92,7 +93,7 @@ def package_of(owner: str, defined_at: str | None) -> str:
     """The top-level package that defines a library function (``flax``), else the owner."""
     path = path_of(defined_at) or ""
     match = re.search(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)", path)
-    if owner == "library" and match:
+    if owner == Owner.LIBRARY and match:
         return match.group(1).removesuffix(".py")
     return owner
 
@@ -133,7 +134,7 @@ def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.Dat
     table["causes"] = pd.Series([dict(counts[k].most_common()) for k in table["key"]],
                                 index=table.index, dtype=object)
     table["calls"] = pd.array([session.calls.get(k) for k in table["key"]], dtype="Int64")
-    table["not_user"] = table["owner"] != "user"
+    table["not_user"] = table["owner"] != Owner.USER
     table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],
                               kind="stable")
     return table[FUNCTION_COLUMNS].reset_index(drop=True)
@@ -154,7 +155,7 @@ def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.D
     values: dict[_CauseKey, dict[str, None]] = {}
     for e in session.events:
         cause = causes[e.seq][0]
-        if e.depth > 0 or e.owner == "jax" or cause.code == FIRST_COMPILE:
+        if e.depth > 0 or e.owner == Owner.JAX or cause.code == FIRST_COMPILE:
             continue
         key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
         keys.append(key)

@@ -15,7 +15,7 @@ import sysconfig
 import traceback
 import types
 
-from recompile_cli.session.model import function_key
+from recompile_cli.session.model import Owner, function_key
 
 # The recompile_cli package folder (this file is in recompile_cli/capture/).
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -41,16 +41,16 @@ _SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + o
 
 
 @functools.lru_cache(maxsize=4096)
-def owner_of(path: str | None) -> str:
-    """"jax", "library" or "user" for a source file path (``None`` counts as user)."""
+def owner_of(path: str | None) -> Owner:
+    """Who owns a source file: JAX's, a library's or the user's (``None`` counts as user)."""
     if not path:
-        return "user"
+        return Owner.USER
     path = os.path.abspath(path)
     if path.startswith(_dirs("jax", "jaxlib")):
-        return "jax"
+        return Owner.JAX
     if any(marker in path for marker in _SITE_MARKERS):
-        return "library"
-    return "user"
+        return Owner.LIBRARY
+    return Owner.USER
 
 
 @functools.cache
@@ -67,7 +67,7 @@ def is_user_file(path: str) -> bool:
     path = os.path.abspath(path)
     if path.startswith((_OWN_DIR, *_stdlib_dirs(), *_install_dirs())):
         return False
-    return owner_of(path) == "user"
+    return owner_of(path) == Owner.USER
 
 
 def user_call_site(skip: int = 1) -> str | None:

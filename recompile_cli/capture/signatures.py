@@ -22,7 +22,7 @@ from typing import Any
 
 from recompile_cli.capture import frames, pytrees
 from recompile_cli.capture.pytrees import full_repr
-from recompile_cli.session.model import Change, Leaf
+from recompile_cli.session.model import Change, Leaf, Owner
 
 __all__ = ["LowerInfo", "LoweringKeys", "TraceInfo", "full_repr", "lower_info", "short_repr",
            "trace_info"]
@@ -107,7 +107,7 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     name, defined_at = name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
-    if frames.owner_of(frames.path_of(defined_at)) == "library":
+    if frames.owner_of(frames.path_of(defined_at)) == Owner.LIBRARY:
         defined_at = user_function_behind(
             fun, lambda: [args[i] for i in static_nums if i < len(args)], name) or defined_at
     params = param_names(ji, len(args))

@@ -17,7 +17,7 @@ from typing import Any
 from recompile_cli.analysis.causes import FIRST_COMPILE
 from recompile_cli.analysis.report import Report, event_kind
 from recompile_cli.render import json_text
-from recompile_cli.session.model import Event
+from recompile_cli.session.model import Event, Owner
 
 _PID = 1
 _US = 1e6
@@ -39,7 +39,7 @@ def trace_events(report: Report) -> dict[str, Any]:
         key = (e.function, e.defined_at)
         if key not in tracks:
             tracks[key] = len(tracks) + 1
-            label = f"{e.function} ({e.owner})" if e.owner != "user" else e.function
+            label = f"{e.function} ({e.owner})" if e.owner != Owner.USER else e.function
             events.append({"ph": "M", "pid": _PID, "tid": tracks[key], "name": "thread_name",
                            "args": {"name": label}})
         tid = tracks[key]

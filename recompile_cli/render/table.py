@@ -19,7 +19,7 @@ from recompile_cli.analysis.report import (
 )
 from recompile_cli.capture.frames import relative
 from recompile_cli.render import escape
-from recompile_cli.session.model import Event
+from recompile_cli.session.model import Event, Owner
 
 _MAX_ROWS = 30
 
@@ -90,14 +90,22 @@ Table = tuple[list[str], list[list[Any]]]
 
 
 def cause_rows(report: Report) -> Table:
-    rows = [[f"x{r.count}", r.code, r.function, r.argument, r.values, location(r.call_site),
-             r.seconds] for r in report.cause_table.head(_MAX_ROWS).itertuples()]
+    """The cost-ranked causes; a library's function is named with its package, so that, e.g.,
+    flax's internal ``<lambda>`` never reads as one of yours."""
+    frame = report.functions
+    libraries = frame[frame["owner"] == Owner.LIBRARY]
+    package = dict(zip(libraries["name"], libraries["package"], strict=True))
+    rows = [[f"x{r.count}", r.code,
+             r.function if r.owner != Owner.LIBRARY
+             else f"{r.function} ({package.get(r.function, r.owner)})",
+             r.argument, r.values, location(r.call_site), r.seconds]
+            for r in report.cause_table.head(_MAX_ROWS).itertuples()]
     return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
 
 
 def function_rows(report: Report, show_all: bool) -> Table:
     frame = report.functions
-    shown = frame if show_all else frame[frame["owner"] == "user"]
+    shown = frame if show_all else frame[frame["owner"] == Owner.USER]
     rows = [[r.name, location(r.defined_at), _count(r.calls),
              r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
@@ -110,7 +118,7 @@ def function_rows(report: Report, show_all: bool) -> Table:
 def hidden_functions(report: Report) -> list[str]:
     """One line per package whose functions are not listed (JAX's, libraries')."""
     frame = report.functions
-    hidden = frame[frame["owner"] != "user"]
+    hidden = frame[frame["owner"] != Owner.USER]
     return [f"+ {package}: {len(group)} internal functions, {int(group['traces'].sum())} "
             f"traces, {int(group['compiles'].sum())} compiles, "
             f"{group['compile_seconds'].sum():.3f} s compile (--all lists them)"
@@ -121,7 +129,7 @@ def shown_events(report: Report, show_all: bool) -> Iterator[Event]:
     """The events the report lists: the user's top-level re-compilations and failed traces, or
     every event with ``show_all``."""
     for event in report.session.events:
-        if show_all or not (event.owner != "user" or event.depth > 0 or (
+        if show_all or not (event.owner != Owner.USER or event.depth > 0 or (
                 report.primary(event).code == "first_compile" and event.error is None)):
             yield event
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from recompile_cli.analysis.report import Report
 from recompile_cli.render.escape import html as escape
 from recompile_cli.render.table import location
-from recompile_cli.session.model import Event, function_key
+from recompile_cli.session.model import Event, Owner, function_key
 
 STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
 _STAGES = tuple(STAGE_COLOURS)
@@ -57,19 +57,22 @@ def timeline(report: Report, show_all: bool) -> str:
     keys: dict[tuple[str, str | None], str] = {}
 
     def key_of(e: Event) -> str:
-        if e.owner == "jax" and not show_all:
-            return "jax"
+        lane = "" if e.process is None else f"{e.process}/"  # a merged session: per process
+        if e.owner == Owner.JAX and not show_all:
+            return lane + "jax"
         found = keys.get((e.function, e.defined_at))
         if found is None:
             found = keys[e.function, e.defined_at] = function_key(e.function, e.defined_at)
-        return found
+        return lane + found
 
     order: dict[str, str] = {}
-    for e in sorted(events, key=lambda e: (e.owner != "user", e.start_seconds)):
+    for e in sorted(events, key=lambda e: (e.process or 0, e.owner != Owner.USER,
+                                           e.start_seconds)):
         key = key_of(e)
         if key not in order:
-            order[key] = ("JAX internals" if key == "jax" else e.function if e.owner == "user"
-                          else f"{e.function} ({e.owner})")
+            label = ("JAX internals" if e.owner == Owner.JAX and not show_all
+                     else e.function if e.owner == Owner.USER else f"{e.function} ({e.owner})")
+            order[key] = label if e.process is None else f"process {e.process}: {label}"
     if len(order) > MAX_ROWS:
         kept = list(order)[:MAX_ROWS - 1]
         other = len(order) - len(kept)
