@@ -131,6 +131,12 @@ def test_merge_reports_where_one_process_feeds_a_different_batch(cli, tmp_path, 
     assert {e.process for e in merged.events} == {0, 1}
     for fmt in ("table", "json", "html", "csv", "chrome-trace", "markdown"):
         assert cli("report", "merged.json", "--format", fmt).exit_code == 0, fmt
+    html = cli("report", "merged.json", "--format", "html").stdout
+    assert "process 0: step" in html and "process 1: step" in html  # one timeline lane each
+    merged_report = json.loads(cli("report", "merged.json", "--format", "json").stdout)
+    firsts = [e["cause"]["code"] for e in merged_report["events"]
+              if e["function"] == "step" and e["compiled"]]
+    assert firsts[0] == "first_compile" and firsts.count("first_compile") == 2  # per process
     again = cli("merge", "merged.json", "--format", "json")
     assert json.loads(again.stdout)["divergences"] == data["divergences"]
 

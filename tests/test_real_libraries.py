@@ -121,7 +121,7 @@ def test_nnx_jit_counts_calls_and_names_arguments(run_script):
 
 @requires_private_hooks
 def test_flax_linen_internal_lambdas_belong_to_flax(run_script):
-    _, report = run_script("""
+    result, report = run_script("""
         import jax, jax.numpy as jnp
         import flax.linen as nn
 
@@ -140,3 +140,5 @@ def test_flax_linen_internal_lambdas_belong_to_flax(run_script):
     assert all("/flax/" in e["defined_at"] for e in lambdas)
     assert "<lambda>" not in user_functions(report)
     assert not any("<lambda>" in s["function"] for s in report["suggestions"])
+    cost_rows = [line for line in result.stdout.splitlines() if "<lambda>" in line]
+    assert cost_rows and all("<lambda> (flax)" in line for line in cost_rows)
