@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recompile_cli.capture import frames
 from recompile_cli.capture.counting import CallCounter
@@ -29,8 +29,9 @@ from recompile_cli.capture.recorder import Recorder, exception_summary
 from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, TargetError, Terminated
 from recompile_cli.session.model import HookMode, Session
 from recompile_cli.target import loader
-from recompile_cli.target.jit_options import check_static_args
-from recompile_cli.target.spec import Spec, materialize
+
+if TYPE_CHECKING:  # the spec (and PyYAML) are imported by `profile` only, not by `run`
+    from recompile_cli.target.spec import Spec
 
 # progress(calls done, calls in all, compiles so far, seconds elapsed)
 Progress = Callable[[int, int, int, float], None]
@@ -94,6 +95,8 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
     bad target and the interruptions that ``_recording`` turns into failures."""
     import jax
 
+    from recompile_cli.target.spec import materialize
+
     resolve = loader.resolver()
     try:
         found = loader.load_target(target)
@@ -142,6 +145,8 @@ def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any
                     no_jit: bool) -> None:
     """Before any call: static arguments name real parameters, and a target profiled without a
     spec takes no required argument."""
+    from recompile_cli.target.jit_options import check_static_args
+
     if not no_jit and not is_jitted(found.function):
         check_static_args(found.function, jit_options, spec.path or "--static-argnames/nums")
     if spec.path:
