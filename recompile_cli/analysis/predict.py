@@ -75,19 +75,18 @@ def same_passing(sig: Signature) -> Signature:
 
 def varying_dims(signatures: list[Signature], path: str) -> dict[int, list[int]]:
     """Dimension -> values in order of first appearance, for dims of ``path`` that vary."""
-    seen: dict[int, list[int]] = {}
-    ranks = {len(s.leaves[path].shape) for s in signatures if path in s.leaves}
-    if len(ranks) != 1:
-        return {}
+    shapes: dict[tuple[int, ...], None] = {}  # each distinct shape once, in order of first appearance (leaves are shared)
     for sig in signatures:
         leaf = sig.leaves.get(path)
-        if leaf is None:
-            continue
-        for dim, size in enumerate(leaf.shape):
-            values = seen.setdefault(dim, [])
-            if size not in values:
-                values.append(size)
-    return {dim: values for dim, values in seen.items() if len(values) > 1}
+        if leaf is not None:
+            shapes.setdefault(leaf.shape, None)
+    if len({len(shape) for shape in shapes}) != 1:
+        return {}
+    seen: dict[int, dict[int, None]] = {}
+    for shape in shapes:
+        for dim, size in enumerate(shape):
+            seen.setdefault(dim, {})[size] = None
+    return {dim: list(values) for dim, values in seen.items() if len(values) > 1}
 
 
 def next_power_of_two(n: int) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from recompile_cli.analysis import predict
 from recompile_cli.analysis.causes import (
@@ -49,7 +50,7 @@ class _Group:
     others: list[str] = field(default_factory=list)  # other changes of the same events
     first_events: list[Event] = field(default_factory=list)  # every top-level trace, in order
 
-    @property
+    @cached_property
     def compiles(self) -> int:
         return predict.compiles_after(self.signatures, lambda s: s)
 
