@@ -75,7 +75,7 @@ def same_passing(sig: Signature) -> Signature:
 
 def varying_dims(signatures: list[Signature], path: str) -> dict[int, list[int]]:
     """Dimension -> values in order of first appearance, for dims of ``path`` that vary."""
-    shapes: dict[tuple[int, ...], None] = {}  # each distinct shape once, in order of first appearance (leaves are shared)
+    shapes: dict[tuple[int, ...], None] = {}  # each distinct shape once, in order seen
     for sig in signatures:
         leaf = sig.leaves.get(path)
         if leaf is not None:
