@@ -64,6 +64,7 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
     seen: dict[str, SignatureIndex] = {}
     done_before: set[str] = set()  # functions with a successful trace or a compile already
     compiled: set[str] = set()  # functions compiled already
+    top: set[str] = set()  # functions with a top-level event already
     traces: dict[str, list[Event]] = {}  # successful traces per function, in order
     out: dict[int, tuple[Cause, ...]] = {}
     for event in events:
@@ -77,12 +78,20 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             causes: tuple[Cause, ...] = (Cause(FIRST_COMPILE, detail=(
                 "first compile of this function (traced earlier without compiling)"
                 if key in done_before else "compiled without a trace of its own")),)
+        elif event.depth == 0 and event.compiled and key not in compiled and key not in top:
+            # traced before only inside other jits, which compile it as part of themselves:
+            # this is its first compile of its own, not a re-compilation
+            causes = (Cause(FIRST_COMPILE, detail="first compile of this function (traced "
+                            "before only inside other jits)" if key in done_before
+                            else "first trace of this function"),)
         elif not event.traced and event.lowering_changes is None and event.signature:
             causes = tuple(_earlier_trace(event, traces.get(key, []), out)
                            or _explain(event, index, True, base_context))
         else:
             causes = tuple(_explain(event, index, key in done_before, base_context))
         out[event.seq] = causes
+        if event.depth == 0:
+            top.add(key)
         if event.compiled:
             compiled.add(key)
         if event.compiled or (event.traced and event.error is None):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from recompile_cli.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
-from recompile_cli.fileio import atomic_write_text, strict_json
+from recompile_cli.fileio import atomic_write_text
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
@@ -154,10 +154,10 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
 def save_session(session: Session, path: Path | None, problems: Problems) -> None:
     """``--save``: the session alone, written before any analysis, so that nothing recorded is
     lost whatever happens next."""
-    from recompile_cli.session.files import session_to_dict
+    from recompile_cli.session.files import session_text
 
     if path is not None:
-        write_file(path, strict_json(session_to_dict(session)) + "\n", "session", problems)
+        write_file(path, session_text(session), "session", problems)
 
 
 def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Problems,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from builders import brief, event, explain, last, leaf, sig
 
-from recompile_cli.analysis.causes import CAUSE_CODES
+from recompile_cli.analysis.causes import CAUSE_CODES, explain_events
 from recompile_cli.session.model import Change, TraceError
 
 X3 = leaf("f32", 3)
@@ -187,3 +187,14 @@ def test_every_cause_code_is_covered_here():
     for causes in scenarios:
         produced |= {c.code for cs in causes for c in cs}
     assert produced == set(CAUSE_CODES)
+
+
+def test_a_first_top_level_compile_after_nested_traces_is_a_first_compile():
+    nested = event(sig(x=leaf("f32", 3)), seq=0, depth=1, compiled=False)
+    top = event(sig(x=leaf("f32", 4)), seq=1)
+    again = event(sig(x=leaf("f32", 5)), seq=2)
+    causes = explain_events([nested, top, again], {})
+    assert causes[1][0].code == "first_compile"
+    assert "traced before only inside other jits" in causes[1][0].detail
+    assert (causes[2][0].code, causes[2][0].before, causes[2][0].after) == (
+        "shape", "f32[4]", "f32[5]")
