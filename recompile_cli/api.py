@@ -134,7 +134,7 @@ class RecompileReport:
 
     def causes(self, function: str) -> list[str]:
         """The primary cause code of each top-level trace or compile of ``function``."""
-        return [self.report.primary(e).code for e in self.session.events
+        return [str(self.report.primary(e).code) for e in self.session.events
                 if e.function == function and e.depth == 0]
 
     def check(self, max_compiles: int | None = None, fail_on: Sequence[str] = (),

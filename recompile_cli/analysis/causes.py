@@ -19,28 +19,28 @@ from recompile_cli.analysis.shorten import (
     structure_diff,
     treedef_text,
 )
-from recompile_cli.session.model import Event, Leaf, Signature, function_key
+from recompile_cli.session.model import CauseCode, Event, Leaf, Signature, function_key
 
 __all__ = ["CAUSE_CODES", "Cause", "SignatureIndex", "diff_signatures", "explain_events"]
 
 _ABSENT = "(absent)"
 _LISTED = 5  # differing parts of one structure reported as causes
 
-FIRST_COMPILE = "first_compile"
-SHAPE = "shape"
-DTYPE = "dtype"
-WEAK_TYPE = "weak_type"
-STATIC_VALUE = "static_value"
-TREE_STRUCTURE = "tree_structure"
-ARG_PASSING = "arg_passing"
-NEW_FUNCTION = "new_function"
-TRACING_CONTEXT = "tracing_context"
-SHARDING = "sharding"
-DERIVED_JAXPR = "derived_jaxpr"
-UNKNOWN = "unknown"
+# The codes are ``CauseCode`` (defined once, with the model); these names stay importable here.
+FIRST_COMPILE = CauseCode.FIRST_COMPILE
+SHAPE = CauseCode.SHAPE
+DTYPE = CauseCode.DTYPE
+WEAK_TYPE = CauseCode.WEAK_TYPE
+STATIC_VALUE = CauseCode.STATIC_VALUE
+TREE_STRUCTURE = CauseCode.TREE_STRUCTURE
+ARG_PASSING = CauseCode.ARG_PASSING
+NEW_FUNCTION = CauseCode.NEW_FUNCTION
+TRACING_CONTEXT = CauseCode.TRACING_CONTEXT
+SHARDING = CauseCode.SHARDING
+DERIVED_JAXPR = CauseCode.DERIVED_JAXPR
+UNKNOWN = CauseCode.UNKNOWN
 
-CAUSE_CODES = (FIRST_COMPILE, SHAPE, DTYPE, WEAK_TYPE, STATIC_VALUE, TREE_STRUCTURE, ARG_PASSING,
-               NEW_FUNCTION, TRACING_CONTEXT, SHARDING, DERIVED_JAXPR, UNKNOWN)
+CAUSE_CODES = tuple(CauseCode)
 
 
 @dataclass(frozen=True, slots=True)

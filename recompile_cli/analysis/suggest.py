@@ -349,6 +349,7 @@ def _listed(values: list[str], limit: int = 5) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-_RULES = {SHAPE: _shape, DTYPE: _dtype, WEAK_TYPE: _weak_type, STATIC_VALUE: _static,
-          TREE_STRUCTURE: _tree, ARG_PASSING: _passing, NEW_FUNCTION: _new_function,
-          TRACING_CONTEXT: _context, SHARDING: _sharding}
+_RULES: dict[str, Callable[[_Group], Suggestion]] = {
+    SHAPE: _shape, DTYPE: _dtype, WEAK_TYPE: _weak_type, STATIC_VALUE: _static,
+    TREE_STRUCTURE: _tree, ARG_PASSING: _passing, NEW_FUNCTION: _new_function,
+    TRACING_CONTEXT: _context, SHARDING: _sharding}
