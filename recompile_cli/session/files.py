@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import fields as _dataclass_fields
 from dataclasses import is_dataclass
 from pathlib import Path
@@ -200,18 +201,7 @@ def session_from_dict(data: Any, source: str = "<session>") -> Session:
         _check_sequence_numbers(data["events"])
     except Bad as bad:
         raise SessionFileError(bad.message_for(source)) from None
-    return Session(
-        environment=Environment(**data["environment"]),
-        target=data.get("target", ""),
-        events=tuple(_event(e) for e in data["events"]),
-        wall_seconds=float(data.get("totals", {}).get("wall_seconds", 0.0)),
-        base_context=dict(data.get("base_context", {})),
-        calls=dict(data.get("calls", {})),
-        warnings=tuple(data.get("warnings", [])),
-        stale_captures=tuple(StaleCapture(**s) for s in data.get("stale_captures", [])),
-        target_exception=data.get("target_exception"),
-        processes=tuple(ProcessRecord(**p) for p in data.get("processes", [])),
-    )
+    return _session(data, (_event(e) for e in data["events"]))
 
 
 def _check_version(version: Any, source: str) -> None:
@@ -576,6 +566,11 @@ def _read_fast(text: str) -> Session:
         SESSION.check(data, ())  # every field but the events, which are checked above
     except Bad:
         raise _Reject from None
+    return _session(data, events)
+
+
+def _session(data: dict[str, Any], events: Iterable[Event]) -> Session:
+    """The ``Session`` of a checked session document and its converted events."""
     return Session(
         environment=Environment(**data["environment"]),
         target=data.get("target", ""),
