@@ -156,9 +156,12 @@ def _shape(g: _Group) -> Suggestion:
                 f"the last batch is smaller: {where} is {full}, then {small} once at the "
                 f"end{calls}. Pad the last batch to {full} (and mask it) or drop it "
                 f"(drop_last): {g.compiles} compiles -> {pad_all}." + g.also()), pad_all)
-        if sizes.count(small) == 1 and sizes.count(full) == 1:
+        # Two datasets only on evidence: each size from its own line of code. Counted calls
+        # (a spec, --count-calls) show a sequence of calls of one function instead.
+        if (sizes.count(small) == 1 and sizes.count(full) == 1 and at is None
+                and len(sites) >= 2):
             last = (f" (If {small} is instead the last, smaller batch of a loop, pad it or drop "
-                    "it: drop_last.)" if sizes[-1] == small and at is None else "")
+                    "it: drop_last.)" if sizes[-1] == small else "")
             return Suggestion(g.name, SHAPE, (
                 f"two datasets of different sizes: {where} is {sizes[0]}, then {sizes[1]}; "
                 "each size compiles once, which is expected (e.g. a train and a test set). To "
