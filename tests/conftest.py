@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_programs"
 
 
+def pytest_report_header() -> str:
+    """Which JAX the tests run on, and whether the recorder has its private hooks there."""
+    from recompile_cli.capture import jax_internals
+
+    missing = jax_internals.probe()
+    mode = "private hooks" if missing is None else f"public-only ({missing})"
+    return f"jax {jax.__version__}, recorder: {mode}"
+
+
 @pytest.fixture(autouse=True)
 def clean_jax_caches():
     """Every test starts from empty JAX caches, so compile counts do not depend on order."""
