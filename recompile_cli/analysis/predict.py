@@ -24,6 +24,53 @@ def signature_key(sig: Signature) -> tuple[Hashable, ...]:
             tuple(sorted(sig.context.items())), sig.function_id)
 
 
+def distinct(signatures: Iterable[Signature]) -> dict[tuple[Hashable, ...], Signature]:
+    """Each distinct ``signature_key`` -> its first signature, in order of first appearance.
+
+    Every transform is a function of what the key holds, so predicting over these gives the
+    same counts as over all the signatures, with one transform per distinct signature.
+    """
+    seen: dict[tuple[Hashable, ...], Signature] = {}
+    for sig in signatures:
+        seen.setdefault(signature_key(sig), sig)
+    return seen
+
+
+def leaf_compiles_after(keys: Iterable[tuple[Hashable, ...]],
+                        change: Callable[[str, Leaf], Leaf]) -> int:
+    """``compiles_after`` for a transform that only changes leaves, ``change(path, leaf)``,
+    straight on ``signature_key``s: each (path, leaf) is changed once."""
+    done: dict[tuple[str, Leaf], Leaf] = {}
+    out: set[tuple[Hashable, ...]] = set()
+    for key in keys:
+        leaves = []
+        for item in key[0]:  # type: ignore[attr-defined]
+            new = done.get(item)
+            if new is None:
+                new = done[item] = change(*item)
+            leaves.append((item[0], new))
+        out.add((tuple(leaves), *key[1:]))
+    return len(out)
+
+
+def dim_change(axis: Iterable[tuple[str, int]], bucket: Callable[[int], int]
+               ) -> Callable[[str, Leaf], Leaf]:
+    """The leaf change of ``map_dim`` for every (path, dim) of ``axis``, in order."""
+    dims: dict[str, list[int]] = {}
+    for path, dim in axis:
+        dims.setdefault(path, []).append(dim)
+
+    def change(path: str, leaf: Leaf) -> Leaf:
+        for dim in dims.get(path, ()):
+            if dim < len(leaf.shape):
+                shape = list(leaf.shape)
+                shape[dim] = bucket(shape[dim])
+                leaf = replace(leaf, shape=tuple(shape))
+        return leaf
+
+    return change
+
+
 def compiles_after(signatures: Iterable[Signature], transform: Transform) -> int:
     return len({signature_key(transform(s)) for s in signatures})
 

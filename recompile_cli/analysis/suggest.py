@@ -8,7 +8,7 @@ parent's, and JAX's or a library's internals are not the user's to fix. Predicti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -49,10 +49,25 @@ class _Group:
     signatures: list[Signature]  # every successful top-level trace of the function, in order
     others: list[str] = field(default_factory=list)  # other changes of the same events
     first_events: list[Event] = field(default_factory=list)  # every top-level trace, in order
+    unique: dict[tuple[Hashable, ...], Signature] | None = None  # predict.distinct(signatures)
+
+    @cached_property
+    def _unique(self) -> dict[tuple[Hashable, ...], Signature]:
+        return self.unique if self.unique is not None else predict.distinct(self.signatures)
+
+    @cached_property
+    def distinct(self) -> list[Signature]:
+        """``signatures`` with each distinct one once: what predictions run over."""
+        return list(self._unique.values())
+
+    @cached_property
+    def keys(self) -> list[tuple[Hashable, ...]]:
+        """The ``predict.signature_key`` of each of ``distinct``."""
+        return list(self._unique)
 
     @cached_property
     def compiles(self) -> int:
-        return predict.compiles_after(self.signatures, lambda s: s)
+        return len(self.distinct)
 
     def also(self) -> str:
         """`` Together with: ...`` naming the other changes of the same events, if any."""
@@ -103,12 +118,16 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> It
                 also.append(text)
     for (name, argument), event in errors.items():
         yield _trace_error(name, argument, event)
+    # each function's distinct signatures, found once
+    unique: dict[str, dict[tuple[Hashable, ...], Signature]] = {}
     for (key, code, argument), (group_events, group_causes) in groups.items():
         rule = _RULES.get(code)
         if rule is not None:
+            if key not in unique:
+                unique[key] = predict.distinct(signatures.get(key, []))
             group = _Group(group_events[0].function, argument, group_events, group_causes,
                            signatures.get(key, []), others.get((key, code, argument), []),
-                           traced_events.get(key, []))
+                           traced_events.get(key, []), unique[key])
             yield rule(group)
 
 
@@ -127,19 +146,19 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
 
 def _shape(g: _Group) -> Suggestion:
     path = g.argument or ""
-    dims = predict.varying_dims(g.signatures, path)
+    dims = predict.varying_dims(g.distinct, path)
     if not dims:
         return Suggestion(g.name, SHAPE, f"re-compiled {_times(len(g.events))} for "
                           f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
                           "fixed sizes and mask the padding, so that one shape is reused."
                           + g.also())
     dim, values = max(dims.items(), key=lambda item: len(item[1]))
-    axis = _same_axis(g.signatures, values)
+    axis = _same_axis(g.distinct, values)
     dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
     where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
     sizes = [s.leaves[path].shape[dim] for s in g.signatures if path in s.leaves]
     full = max(values)
-    pad_all = predict.compiles_after(g.signatures, _on_axis(axis, lambda n: full))
+    pad_all = predict.leaf_compiles_after(g.keys, predict.dim_change(axis, lambda n: full))
     if len(values) == 2:
         small = min(values)
         overhead = predict.padding_overhead(sizes, lambda n: full)
@@ -170,7 +189,8 @@ def _shape(g: _Group) -> Suggestion:
             f"{where} took the values {_listed([str(v) for v in values])}: {pad}."
             + g.also()), pad_all)
     options: list[tuple[int, str]] = []
-    pow2 = predict.compiles_after(g.signatures, _on_axis(axis, predict.next_power_of_two))
+    pow2 = predict.leaf_compiles_after(
+        g.keys, predict.dim_change(axis, predict.next_power_of_two))
     buckets = sorted({predict.next_power_of_two(v) for v in values})
     if pow2 < g.compiles and buckets[-1] <= 2 * full:
         overhead = predict.padding_overhead(sizes, predict.next_power_of_two)
@@ -178,7 +198,8 @@ def _shape(g: _Group) -> Suggestion:
                               f"({_listed([str(b) for b in buckets], 8)}; pads {overhead}% on "
                               "average)"))
     width = predict.multiple_for(values)
-    multiples = predict.compiles_after(g.signatures, _on_axis(axis, predict.round_up(width)))
+    multiples = predict.leaf_compiles_after(
+        g.keys, predict.dim_change(axis, predict.round_up(width)))
     if multiples < g.compiles and width > 1 and predict.round_up(width)(full) <= 2 * full:
         overhead = predict.padding_overhead(sizes, predict.round_up(width))
         options.append((multiples, f"{multiples} with multiples of {width} (pads {overhead}% "
@@ -220,22 +241,11 @@ def _same_axis(signatures: list[Signature], values: list[int]) -> list[tuple[str
             if set(vs) == set(values)]
 
 
-def _on_axis(axis: list[tuple[str, int]], bucket: Callable[[int], int]) -> predict.Transform:
-    transforms = [predict.map_dim(path, dim, bucket) for path, dim in axis]
-
-    def transform(sig: Signature) -> Signature:
-        for t in transforms:
-            sig = t(sig)
-        return sig
-
-    return transform
-
-
 def _dtype(g: _Group) -> Suggestion:
     path = g.argument or ""
     first = g.signatures[0].leaves.get(path) if g.signatures else None
     dtype = first.dtype if first else "float32"
-    after = (predict.compiles_after(g.signatures, predict.one_dtype(path, first.dtype))
+    after = (predict.compiles_after(g.distinct, predict.one_dtype(path, first.dtype))
              if first else None)
     return Suggestion(g.name, DTYPE, (
         f"`{g.argument}` reached {g.name} with different dtypes ({_listed(g.values())}). Cast "
@@ -244,7 +254,7 @@ def _dtype(g: _Group) -> Suggestion:
 
 
 def _weak_type(g: _Group) -> Suggestion:
-    after = predict.compiles_after(g.signatures, predict.strong_type(g.argument or ""))
+    after = predict.compiles_after(g.distinct, predict.strong_type(g.argument or ""))
     return Suggestion(g.name, WEAK_TYPE, (
         f"`{g.argument}` was passed to {g.name} both as a Python scalar (weakly typed) and as "
         f"a typed array ({_listed(g.values())}). Convert it the same way at every call site, "
@@ -253,7 +263,7 @@ def _weak_type(g: _Group) -> Suggestion:
 
 def _static(g: _Group) -> Suggestion:
     values = g.values()
-    after = predict.compiles_after(g.signatures, predict.without_static(g.argument or ""))
+    after = predict.compiles_after(g.distinct, predict.without_static(g.argument or ""))
     fix = (f"{g.compiles} compiles -> {after}; or narrow the values it can take."
            if after < g.compiles else
            "that alone would not reduce the compiles, since something else changed in the "
@@ -280,7 +290,7 @@ def _tree(g: _Group) -> Suggestion:
 
 
 def _passing(g: _Group) -> Suggestion:
-    after = predict.compiles_after(g.signatures, predict.same_passing)
+    after = predict.compiles_after(g.distinct, predict.same_passing)
     how = f" (e.g. always `{g.argument}=...` by keyword)" if g.argument else ""
     return Suggestion(g.name, ARG_PASSING, (
         f"called with its arguments passed in different ways "
@@ -310,7 +320,7 @@ def _new_function(g: _Group) -> Suggestion:
     kind = event.signature.function_kind if event.signature else "function"
     text = _NEW_OBJECT.get(kind, _NEW_OBJECT["function"]).format(
         name=g.name, defined_at=event.defined_at, call_site=event.call_site)
-    after = predict.compiles_after(g.signatures, predict.same_function)
+    after = predict.compiles_after(g.distinct, predict.same_function)
     return Suggestion(g.name, NEW_FUNCTION, (
         f"traced {_times(len(g.events))} more as a new function object: {text}: "
         f"{g.compiles} compiles -> {after}."), after)
