@@ -23,17 +23,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax
 import jax.numpy as jnp
+from overhead import cached_call_seconds  # the same timing loop as overhead.py
 
 import recompile_cli
-
-
-def cached_call_seconds(f, x, calls: int) -> float:
-    f(x).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(calls):
-        out = f(x)
-    out.block_until_ready()
-    return (time.perf_counter() - start) / calls
 
 
 def paired(reps: int, measure, blocks: int = 1) -> tuple[float, float, float]:

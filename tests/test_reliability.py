@@ -120,23 +120,29 @@ def test_a_script_that_raises_shows_the_users_traceback_then_the_summary(cli, pr
 
 
 # -- check --------------------------------------------------------------------------------------
+def two_target_budget(tmp_path, first: str):
+    """A budget file whose first target is ``prog.py:<first>`` and second ``prog.py:step``."""
+    (tmp_path / "one.yaml").write_text("calls:\n  - args: [{array: [3]}]\n")
+    budget = tmp_path / "budget.yaml"
+    budget.write_text(textwrap.dedent(f"""
+        targets:
+          - target: prog.py:{first}
+            args: one.yaml
+            budgets: {{{first}: {{max_compiles: 5}}}}
+          - target: prog.py:step
+            args: one.yaml
+            budgets: {{step: {{max_compiles: 1}}}}
+    """))
+    return budget
+
+
 def test_check_counts_a_target_that_raised_as_an_error_and_runs_the_others(cli, program,
                                                                           tmp_path):
     script(program, "prog", """
         def broken(x):
             raise ValueError("boom")
     """)
-    (tmp_path / "one.yaml").write_text("calls:\n  - args: [{array: [3]}]\n")
-    budget = tmp_path / "budget.yaml"
-    budget.write_text(textwrap.dedent("""
-        targets:
-          - target: prog.py:broken
-            args: one.yaml
-            budgets: {broken: {max_compiles: 5}}
-          - target: prog.py:step
-            args: one.yaml
-            budgets: {step: {max_compiles: 1}}
-    """))
+    budget = two_target_budget(tmp_path, "broken")
     junit = tmp_path / "junit.xml"
     result = cli("check", budget, "--junit-xml", junit)
     assert result.exit_code == 3, result.output
@@ -155,17 +161,7 @@ def test_ctrl_c_in_one_target_stops_the_whole_check(cli, program, tmp_path):
         def interrupted(x):
             raise KeyboardInterrupt()
     """)
-    (tmp_path / "one.yaml").write_text("calls:\n  - args: [{array: [3]}]\n")
-    budget = tmp_path / "budget.yaml"
-    budget.write_text(textwrap.dedent("""
-        targets:
-          - target: prog.py:interrupted
-            args: one.yaml
-            budgets: {interrupted: {max_compiles: 5}}
-          - target: prog.py:step
-            args: one.yaml
-            budgets: {step: {max_compiles: 1}}
-    """))
+    budget = two_target_budget(tmp_path, "interrupted")
     result = cli("check", budget)
     assert result.exit_code == 130, result.output
     assert "| step" not in result.stdout and " step " not in result.stdout
