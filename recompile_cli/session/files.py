@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import fields as _dataclass_fields
 from dataclasses import is_dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,8 @@ def _as_value(item: Any) -> Any:
         return kind(_as_value(v) for v in item)
     if kind is dict:
         return {_as_value(k): _as_value(v) for k, v in item.items()}
+    if isinstance(item, Enum):  # our StrEnums (``Owner``...): ``asdict`` keeps them as they are
+        return item
     return _asdict_value(item)
 
 
