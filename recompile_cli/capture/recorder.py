@@ -129,6 +129,7 @@ class Recorder:
         self._functions: dict[int, tuple[Any, int]] = {}
         self._next_function_id = 0
         self._base_context: dict[str, str] = {}
+        self._last_context: tuple[dict[str, str], dict[str, str]] | None = None
         self._t0 = 0.0
         self._wall = 0.0
         self._call_index: int | None = None
@@ -342,7 +343,7 @@ class Recorder:
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
                           owner=Owner.JAX if info.eager_primitive else None)
         draft.traced, draft.trace_seconds, draft.jaxpr_id = True, info.seconds, info.jaxpr_id
-        context = {k: v for k, v in info.context.items() if self._base_context.get(k) != v}
+        context = self._context_changes(info.context)
         draft.signature = Signature(
             leaves=info.leaves, static=info.static, structure=info.structure,
             positional=info.positional, keywords=info.keywords, context=context,
@@ -419,6 +420,16 @@ class Recorder:
             except Exception as exc:
                 self._on_internal_error(exc)
         return list(found.values())
+
+    def _context_changes(self, context: dict[str, str]) -> dict[str, str]:
+        """The entries of a trace's context that differ from the base context; the same
+        context object as the last trace's (``trace_context`` reuses it) gives the same answer."""
+        last = self._last_context
+        if last is not None and last[0] is context:
+            return last[1]
+        changes = {k: v for k, v in context.items() if self._base_context.get(k) != v}
+        self._last_context = (context, changes)
+        return changes
 
     def _function_id(self, fun: Any) -> int:
         """A small integer per distinct function object (ids alone can be reused after GC)."""

@@ -35,7 +35,15 @@ def short_repr(value: Any, limit: int = 120) -> str:
 
 
 def leaf(aval: Any) -> Leaf:
-    """A ``Leaf`` from an abstract value (``ShapedArray``)."""
+    """A ``Leaf`` from an abstract value (``ShapedArray``); equal avals share one ``Leaf``
+    (a trace sees the same few avals again and again: its unchanged arguments, nested jits)."""
+    try:
+        return _cached_leaf(aval)
+    except TypeError:  # an unhashable aval
+        return _new_leaf(aval)
+
+
+def _new_leaf(aval: Any) -> Leaf:
     shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(aval, "shape", ()))
     sharding = getattr(aval, "sharding", None)
     spec = None
@@ -43,6 +51,9 @@ def leaf(aval: Any) -> Leaf:
         spec = str(getattr(sharding, "spec", sharding))
     return Leaf(shape=tuple(shape), dtype=str(getattr(aval, "dtype", type(aval).__name__)),
                 weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
+
+
+_cached_leaf = functools.lru_cache(maxsize=4096)(_new_leaf)
 
 
 # -- what the hooks hand over --------------------------------------------------------------------
