@@ -273,7 +273,7 @@ class Recording:
         if recorder is None:
             return
         if exc is not None:
-            from recompile_cli.capture.recorder import exception_summary
+            from recompile_cli.capture.frames import exception_summary
 
             recorder.fail(exception_summary("the recorded block", exc))
         self._session = recorder.stop()

@@ -1,4 +1,5 @@
-"""Where code lives: the user's call site on the current stack, and who owns a source file.
+"""Where code lives: the user's call site on the current stack, who owns a source file, and
+where in the user's code an exception was raised (``exception_summary``).
 
 Owners: ``"jax"`` (jax, jaxlib), ``"library"`` (anything else installed in site-packages, e.g.
 flax, optax, equinox) and ``"user"`` (everything else). Frames of the standard library, of
@@ -178,3 +179,14 @@ def _chain(stack: traceback.TracebackException) -> list[traceback.TracebackExcep
         out.append(link)
         link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
     return out
+
+
+def exception_summary(what: str, exc: BaseException) -> str:
+    """``what raised TypeError at prog.py:7: message`` (first line), safe for any exception."""
+    try:
+        first = (str(exc).strip().splitlines() or [""])[0]
+    except Exception:  # an exception whose __str__ raises
+        first = f"<{type(exc).__name__} whose message cannot be shown>"
+    where = user_frame_of(exc)
+    at = f" at {relative(where)}" if where else ""
+    return f"{what} raised {type(exc).__name__}{at}: {first}".rstrip(": ")

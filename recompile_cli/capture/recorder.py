@@ -15,24 +15,22 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recompile_cli.capture import frames, jax_internals
+from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
+from recompile_cli.capture.frames import exception_summary
 from recompile_cli.capture.stale import Snapshot
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.model import (
-    Change,
     Environment,
     Event,
     HookMode,
-    Leaf,
     Owner,
     Session,
     Signature,
     StaleCapture,
-    TraceError,
 )
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -50,42 +48,6 @@ CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
 
 PRIVATE = HookMode.PRIVATE
 PUBLIC_ONLY = HookMode.PUBLIC_ONLY
-
-
-@dataclass
-class _Draft:
-    """An event while it is still being filled in (mutable, never leaves this module)."""
-
-    function: str
-    defined_at: str | None
-    owner: str
-    call_site: str | None
-    call_index: int | None
-    depth: int
-    start: float
-    traced: bool = False
-    lowered: bool = False
-    compiled: bool = False
-    trace_seconds: float = 0.0
-    lower_seconds: float = 0.0
-    compile_seconds: float = 0.0
-    signature: Signature | None = None
-    lowering_changes: tuple[Change, ...] | None = None
-    error: TraceError | None = None
-    persistent_cache: str | None = None
-    cache_saved_seconds: float = 0.0
-    jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
-    call_of: str | None = None
-    lower_start: float | None = None
-    compile_start: float | None = None
-    id: int = 0  # creation order, stable while the event is still being filled in
-
-
-def _bare(name: str | None) -> str | None:
-    """``jit(f)`` -> ``f``: the monitoring events name lowering and compile stages that way."""
-    if name and name.startswith("jit(") and name.endswith(")"):
-        return name[4:-1]
-    return name
 
 
 class Recorder:
@@ -122,7 +84,7 @@ class Recorder:
         self.hook_mode = hook_mode
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._drafts: list[_Draft] = []
+        self._drafts: list[Draft] = []
         self._warnings: list[str] = []
         self._internal_errors = 0
         self._hooks: jax_internals.Hooks | None = None
@@ -241,7 +203,7 @@ class Recorder:
             drafts = sorted(self._drafts, key=lambda d: d.start)
         return Session(
             environment=self.environment(),
-            target=self.target, events=tuple(_freeze(i, d) for i, d in enumerate(drafts)),
+            target=self.target, events=tuple(freeze(i, d) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
             target_exception=self.failure)
@@ -279,9 +241,9 @@ class Recorder:
         try:
             stage = _STAGES.get(event)
             if stage is not None and not self._paused:
-                draft = self._on_stage(stage, _bare(kwargs.get("fun_name")), duration)
+                draft = self._on_stage(stage, bare(kwargs.get("fun_name")), duration)
                 if draft is not None and self._on_compile is not None and draft.depth == 0:
-                    compiled = _freeze(draft.id, draft)
+                    compiled = freeze(draft.id, draft)
             elif event == CACHE_SAVED_EVENT:
                 # JAX reports the stored compile time (whole seconds) minus the retrieval
                 # time, which goes negative for sub-second compiles: nothing was saved then.
@@ -301,11 +263,11 @@ class Recorder:
         except Exception as exc:
             self._on_internal_error(exc)
 
-    def _on_stage(self, stage: str, name: str | None, seconds: float) -> _Draft | None:
+    def _on_stage(self, stage: str, name: str | None, seconds: float) -> Draft | None:
         """Fill in the current event with a stage; returns it when a backend compile ended."""
         local = self._local
         start = time.perf_counter() - self._t0 - seconds  # the duration event fires at the end
-        current: _Draft | None = getattr(local, "current", None)
+        current: Draft | None = getattr(local, "current", None)
         if stage == "trace":
             if self._hooks is None:  # private mode times traces itself, nested ones included
                 local.current = self._new(name or "?", None, depth=0, seconds=seconds)
@@ -349,7 +311,7 @@ class Recorder:
             positional=info.positional, keywords=info.keywords, context=context,
             function_id=self._function_id(info.fun), function_kind=info.function_kind)
         if info.error is not None:
-            draft.error = _trace_error(info.error, info.leaves)
+            draft.error = trace_error(info.error, info.leaves)
         elif draft.owner == Owner.USER:
             snapshot = Snapshot.take(info.fun)
             if snapshot is not None:
@@ -372,7 +334,7 @@ class Recorder:
         if pending is None:  # a new lowering key, but JAX lowered nothing: no event
             return
         seconds, start = pending
-        current: _Draft | None = getattr(local, "current", None)
+        current: Draft | None = getattr(local, "current", None)
         if current is None or current.lowered or current.jaxpr_id != info.jaxpr_id:
             # Paired by the jaxpr: a trace made earlier (jax.eval_shape, .trace()) lends its
             # signature to the compile that uses it; anything else is a jaxpr of its own.
@@ -393,8 +355,8 @@ class Recorder:
 
     # -- helpers ---------------------------------------------------------------------------------
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
-             owner: str | None = None) -> _Draft:
-        draft = _Draft(
+             owner: str | None = None) -> Draft:
+        draft = Draft(
             function=name, defined_at=defined_at,
             owner=owner or frames.owner_of(frames.path_of(defined_at)),
             call_site=frames.user_call_site(skip=2) or self._call_label,
@@ -405,10 +367,10 @@ class Recorder:
             self._drafts.append(draft)
         return draft
 
-    def _emit(self, draft: _Draft) -> None:
+    def _emit(self, draft: Draft) -> None:
         """Stream the event, as it is now, to the events log (``--events-log``), if any."""
         if self._log is not None:
-            self._log.event(_freeze(draft.id, draft))
+            self._log.event(freeze(draft.id, draft))
 
     def _stale_captures(self) -> list[StaleCapture]:
         found: dict[tuple[str, str | None, str], StaleCapture] = {}
@@ -465,42 +427,3 @@ def _unregister(monitoring: Any, kind: str, callback: Any,
         warnings.append("the jax.monitoring listeners were removed while the program ran (e.g. "
                         "by jax.monitoring.clear_event_listeners()); compiles after that were "
                         "not recorded")
-
-
-def _trace_error(exc: BaseException, leaves: dict[str, Leaf]) -> TraceError:
-    """Summarise an exception raised while tracing, naming the argument it is about."""
-    message = str(exc).strip()
-    argument = None
-    marker = "depends on the value of the argument "
-    if marker in message:
-        argument = message.split(marker, 1)[1].split()[0].rstrip(".,")
-    else:
-        for path in leaves:
-            if f"argument {path}" in message:
-                argument = path
-                break
-    first_line = message.splitlines()[0] if message else ""
-    return TraceError(type=type(exc).__name__, message=first_line, argument=argument)
-
-
-def _freeze(seq: int, d: _Draft) -> Event:
-    return Event(
-        seq=seq, function=d.function, defined_at=d.defined_at, owner=d.owner,
-        call_site=d.call_site, call_index=d.call_index, depth=d.depth, traced=d.traced,
-        compiled=d.compiled, start_seconds=max(d.start, 0.0), trace_seconds=d.trace_seconds,
-        lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
-        signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
-        persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
-        call_of=d.call_of, lower_start_seconds=d.lower_start,
-        compile_start_seconds=d.compile_start)
-
-
-def exception_summary(what: str, exc: BaseException) -> str:
-    """``what raised TypeError at prog.py:7: message`` (first line), safe for any exception."""
-    try:
-        first = (str(exc).strip().splitlines() or [""])[0]
-    except Exception:  # an exception whose __str__ raises
-        first = f"<{type(exc).__name__} whose message cannot be shown>"
-    where = frames.user_frame_of(exc)
-    at = f" at {frames.relative(where)}" if where else ""
-    return f"{what} raised {type(exc).__name__}{at}: {first}".rstrip(": ")

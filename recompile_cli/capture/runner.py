@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.capture import frames
 from recompile_cli.capture.counting import CallCounter
-from recompile_cli.capture.recorder import Recorder, exception_summary
+from recompile_cli.capture.frames import exception_summary
+from recompile_cli.capture.recorder import Recorder
 from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, TargetError, Terminated
 from recompile_cli.session.model import HookMode, Session
 from recompile_cli.target import loader
