@@ -19,7 +19,24 @@ from typing import Any
 
 from recompile_cli.fileio import jsonable
 
-_ENCODE = json.JSONEncoder(allow_nan=False, separators=(", ", ": ")).encode
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(", ", ": "))
+_ENCODE = _ENCODER.encode
+try:  # the C encoder, made once (``JSONEncoder.encode`` makes one per call)
+    from _json import make_encoder as _make_encoder
+except ImportError:  # pragma: no cover - CPython always has it
+    _CHUNKS = None
+else:
+    _CHUNKS = _make_encoder(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None,
+                            ": ", ", ", False, False, False)
+
+
+def encode(data: Any) -> str:
+    """One value, free of cycles (records made by recompile-cli), as compact strict JSON on one
+    line, the same text as ``value``'s, or ``ValueError`` for a NaN or infinity and
+    ``TypeError`` for a value JSON has no type for."""
+    if _CHUNKS is None or isinstance(data, str):  # pragma: no cover
+        return _ENCODE(data)
+    return "".join(_CHUNKS(data, 0))
 
 
 def value(data: Any) -> str:
@@ -30,15 +47,18 @@ def value(data: Any) -> str:
         return _ENCODE(jsonable(data))
 
 
-def document(fields: dict[str, Any], long: Iterable[str] = ()) -> str:
+def document(fields: dict[str, Any], long: Iterable[str] = (),
+             encoded: Iterable[str] = ()) -> str:
     """``fields`` as a JSON object, one field per line; the fields named in ``long`` (lists)
-    get one item per line. Ends with a newline."""
-    listed = set(long)
+    get one item per line. The items of the fields named in ``encoded`` (some of ``long``) are
+    JSON text already, written as they are. Ends with a newline."""
+    listed, done = set(long), set(encoded)
     lines = []
     for name, data in fields.items():
         key = value(str(name))
         if name in listed and isinstance(data, (list, tuple)) and data:
-            items = ",\n".join("    " + value(item) for item in data)
+            texts = data if name in done else map(value, data)
+            items = ",\n".join("    " + text for text in texts)
             lines.append(f"  {key}: [\n{items}\n  ]")
         else:
             lines.append(f"  {key}: {value(data)}")

@@ -128,9 +128,13 @@ def hidden_functions(report: Report) -> list[str]:
 def shown_events(report: Report, show_all: bool) -> Iterator[Event]:
     """The events the report lists: the user's top-level re-compilations and failed traces, or
     every event with ``show_all``."""
+    if show_all:
+        yield from report.session.events
+        return
+    causes = report.causes
     for event in report.session.events:
-        if show_all or not (event.owner != Owner.USER or event.depth > 0 or (
-                report.primary(event).code == "first_compile" and event.error is None)):
+        if event.owner == Owner.USER and event.depth <= 0 and (
+                event.error is not None or causes[event.seq][0].code != "first_compile"):
             yield event
 
 
@@ -154,6 +158,8 @@ def event_rows(report: Report, show_all: bool, limit: int | None = None) -> Tabl
 
 def count_events(report: Report, show_all: bool) -> int:
     """How many rows ``event_rows`` has without a limit."""
+    if show_all:
+        return len(report.session.events)
     return sum(1 for _ in shown_events(report, show_all))
 
 
