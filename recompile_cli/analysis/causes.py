@@ -67,8 +67,12 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
     top: set[str] = set()  # functions with a top-level event already
     traces: dict[str, list[Event]] = {}  # successful traces per function, in order
     out: dict[int, tuple[Cause, ...]] = {}
+    keys: dict[tuple[str, str | None], str] = {}  # function_key, once per function
     for event in events:
-        key = function_key(event.function, event.defined_at)
+        where = (event.function, event.defined_at)
+        key = keys.get(where)
+        if key is None:
+            key = keys[where] = function_key(*where)
         index = seen.get(key)
         if index is None:
             index = seen[key] = SignatureIndex(base_context)
@@ -85,10 +89,10 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
                             "before only inside other jits)" if key in done_before
                             else "first trace of this function"),)
         elif not event.traced and event.lowering_changes is None and event.signature:
-            causes = tuple(_earlier_trace(event, traces.get(key, []), out)
-                           or _explain(event, index, True, base_context))
+            causes = (_earlier_trace(event, traces.get(key, []), out)
+                      or _explain(event, index, True, base_context))
         else:
-            causes = tuple(_explain(event, index, key in done_before, base_context))
+            causes = _explain(event, index, key in done_before, base_context)
         out[event.seq] = causes
         if event.depth == 0:
             top.add(key)
@@ -98,7 +102,10 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             done_before.add(key)
         if event.traced and event.error is None and event.signature is not None:
             index.add(event.signature)
-            traces.setdefault(key, []).append(event)
+            if key in traces:
+                traces[key].append(event)
+            else:
+                traces[key] = [event]
     return out
 
 
@@ -113,18 +120,18 @@ def _earlier_trace(event: Event, traces: list[Event], out: dict[int, tuple[Cause
 
 
 def _explain(event: Event, index: SignatureIndex, done_before: bool,
-             base_context: dict[str, str]) -> list[Cause]:
+             base_context: dict[str, str]) -> tuple[Cause, ...]:
     if not done_before:
-        return [Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
-                      else "compiled without a trace of its own")]
+        return (Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
+                      else "compiled without a trace of its own"),)
     if not event.traced:
-        return _explain_without_retrace(event)
+        return tuple(_explain_without_retrace(event))
     if event.signature is None or not len(index):
-        return [Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)")]
+        return (Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)"),)
     old = index.signatures[index.nearest(event.signature)]
-    return list(diff_signatures(event.signature, old, base_context)) or [
+    return tuple(diff_signatures(event.signature, old, base_context)) or (
         Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were cleared or "
-              "the entry was evicted")]
+              "the entry was evicted"),)
 
 
 def _explain_without_retrace(event: Event) -> list[Cause]:
@@ -160,9 +167,57 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                     detail="a new function object with the same code: a lambda or "
                            "functools.partial re-created, or jax.jit(obj.method) re-wrapping a "
                            "bound method")
-    for name in sorted(set(new.context) | set(old.context)):
-        before = old.context.get(name, base_context.get(name))
-        after = new.context.get(name, base_context.get(name))
+    if new.context != old.context:  # (equal contexts have equal values for every name)
+        yield from _context_causes(new.context, old.context, base_context)
+    new_structure, old_structure = new.structure, old.structure
+    new_static, old_static = new.static, old.static
+    moved_args: set[str] = set()  # arguments passed in one call only
+    if new_structure.keys() != old_structure.keys() or new_static.keys() != old_static.keys():
+        moved_args = (set(new_structure) | set(new_static)) ^ (set(old_structure)
+                                                                | set(old_static))
+    if moved_args:
+        changed = sorted(moved_args)
+        yield Cause(ARG_PASSING, argument=", ".join(changed),
+                    before=_passing(old), after=_passing(new),
+                    detail="a different set of arguments: "
+                           + ", ".join(changed) + " passed in one call and left to its default "
+                           "in the other")
+    elif new.positional != old.positional or new.keywords != old.keywords:
+        moved = sorted(set(new.keywords) ^ set(old.keywords))
+        yield Cause(ARG_PASSING, argument=", ".join(moved) or None,
+                    before=_passing(old), after=_passing(new),
+                    detail="the same arguments passed positionally in one call and by keyword "
+                           "in the other")
+    skipped = moved_args
+    if new_structure != old_structure:
+        for name in sorted(new_structure.keys() & old_structure.keys()):
+            if new_structure[name] != old_structure[name]:
+                skipped = skipped | {name}
+                yield from _structure_causes(name, new, old)
+    if new_static != old_static:
+        for name in sorted(new_static.keys() & old_static.keys()):
+            if new_static[name] != old_static[name]:
+                before, after = shown_pair(old_static[name], new_static[name])
+                field = changed_field(old_static[name], new_static[name])
+                yield Cause(STATIC_VALUE, argument=name, before=before, after=after,
+                            detail=f"static argument {name} has a new value"
+                                   + (f" (field `{field}` changed)" if field else ""))
+    old_leaves = old.leaves
+    for path, leaf in new.leaves.items():
+        old_leaf = old_leaves.get(path)
+        if old_leaf is None or leaf is old_leaf or (skipped and top_name(path) in skipped):
+            continue
+        if (leaf.shape == old_leaf.shape and leaf.dtype == old_leaf.dtype
+                and leaf.weak_type == old_leaf.weak_type and leaf.sharding == old_leaf.sharding):
+            continue  # leaf == old_leaf, without the dataclass's __eq__
+        yield _leaf_cause(path, leaf, old_leaf)
+
+
+def _context_causes(new: dict[str, str], old: dict[str, str], base_context: dict[str, str]
+                    ) -> Iterator[Cause]:
+    for name in sorted(new.keys() | old.keys()):
+        before = old.get(name, base_context.get(name))
+        after = new.get(name, base_context.get(name))
         if before != after:
             shown_before, shown_after = shown_pair(str(before), str(after))
             yield Cause(TRACING_CONTEXT, argument=name,
@@ -170,55 +225,26 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                         after=None if after is None else shown_after,
                         detail=f"the tracing context {name} changed (a config flag or context "
                                "manager)")
-    new_args = set(new.structure) | set(new.static)
-    old_args = set(old.structure) | set(old.static)
-    if new_args != old_args:
-        changed = sorted(new_args ^ old_args)
-        yield Cause(ARG_PASSING, argument=", ".join(changed),
-                    before=_passing(old), after=_passing(new),
-                    detail="a different set of arguments: "
-                           + ", ".join(changed) + " passed in one call and left to its default "
-                           "in the other")
-    elif (new.positional, new.keywords) != (old.positional, old.keywords):
-        moved = sorted(set(new.keywords) ^ set(old.keywords))
-        yield Cause(ARG_PASSING, argument=", ".join(moved) or None,
-                    before=_passing(old), after=_passing(new),
-                    detail="the same arguments passed positionally in one call and by keyword "
-                           "in the other")
-    restructured = set()
-    for name in sorted(set(new.structure) & set(old.structure)):
-        if new.structure[name] != old.structure[name]:
-            restructured.add(name)
-            yield from _structure_causes(name, new, old)
-    for name in sorted(set(new.static) & set(old.static)):
-        if new.static[name] != old.static[name]:
-            before, after = shown_pair(old.static[name], new.static[name])
-            field = changed_field(old.static[name], new.static[name])
-            yield Cause(STATIC_VALUE, argument=name, before=before, after=after,
-                        detail=f"static argument {name} has a new value"
-                               + (f" (field `{field}` changed)" if field else ""))
-    skipped = restructured | (new_args ^ old_args)
-    for path, leaf in new.leaves.items():
-        old_leaf = old.leaves.get(path)
-        if old_leaf is None or leaf == old_leaf or top_name(path) in skipped:
-            continue
-        yield _leaf_cause(path, leaf, old_leaf)
 
 
 def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
-    fields = [f for f in ("shape", "dtype", "weak_type", "sharding")
-              if getattr(new, f) != getattr(old, f)]
-    code = {"shape": SHAPE, "dtype": DTYPE, "weak_type": WEAK_TYPE, "sharding": SHARDING}[fields[0]]
-    texts = {
-        SHAPE: f"new shape {new.shape} (was {old.shape})",
-        DTYPE: f"new dtype {new.dtype} (was {old.dtype})",
-        WEAK_TYPE: ("a Python scalar (weakly typed) and an array of the same dtype were both "
-                    "passed" if new.weak_type != old.weak_type else ""),
-        SHARDING: f"new sharding {new.sharding} (was {old.sharding})",
-    }
-    return Cause(code, argument=path, before=old.short, after=new.short,
-                 detail=texts[code] + ("" if len(fields) == 1 else
-                                       f"; also changed: {', '.join(fields[1:])}"))
+    shape, dtype = new.shape != old.shape, new.dtype != old.dtype
+    weak_type, sharding = new.weak_type != old.weak_type, new.sharding != old.sharding
+    if shape:
+        code, text = SHAPE, f"new shape {new.shape} (was {old.shape})"
+    elif dtype:
+        code, text = DTYPE, f"new dtype {new.dtype} (was {old.dtype})"
+    elif weak_type:
+        code, text = WEAK_TYPE, ("a Python scalar (weakly typed) and an array of the same "
+                                 "dtype were both passed")
+    else:
+        code, text = SHARDING, f"new sharding {new.sharding} (was {old.sharding})"
+    if shape + dtype + weak_type + sharding > 1:
+        fields = [name for name, differs in (("shape", shape), ("dtype", dtype),
+                                             ("weak_type", weak_type), ("sharding", sharding))
+                  if differs]
+        text += f"; also changed: {', '.join(fields[1:])}"
+    return Cause(code, path, old.short, new.short, text)
 
 
 def _structure_causes(name: str, new: Signature, old: Signature) -> Iterator[Cause]:

@@ -6,7 +6,9 @@ finds closest (fewest differences, ties to the most recent). Pure: no JAX.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import fields
+from operator import attrgetter
 from typing import Generic, TypeVar
 
 from recompile_cli.session.model import Leaf, Signature
@@ -35,10 +37,19 @@ def top_name(path: str) -> str:
 # stops as soon as nothing left can beat the best found; ties go to the most recent signature.
 # Within a class (groups) and a group (signatures), ``_Hamming`` counts differing features from
 # the shorter of two lists per feature: the items with the query's value, or those without it.
+#
+# Leaves are compared as plain tuples (``_leaf_key``): equal exactly when the ``Leaf``s are, and
+# hashed without a Python-level ``__hash__``. A signature is prepared once (``_Prepared``) for
+# its search and reused when the same signature is added right after, as ``explain_events`` does.
 
 _Key = tuple[int, int]  # (differences, -index): smaller is closer, ties to the most recent
 _Feature = tuple[Hashable, Hashable]  # (feature, value)
+_LeafKey = tuple[tuple[int, ...], str, bool, str | None]
 _Item = TypeVar("_Item", bound=Hashable)
+
+
+# a ``Leaf``'s fields as a tuple: equal exactly when the leaves are equal
+_leaf_key = attrgetter(*(field.name for field in fields(Leaf)))
 
 
 class _Hamming(Generic[_Item]):
@@ -52,8 +63,16 @@ class _Hamming(Generic[_Item]):
 
     def add(self, item: _Item, features: Iterable[_Feature]) -> None:
         self.size += 1
+        postings = self.postings
         for feature, value in features:
-            self.postings.setdefault(feature, {}).setdefault(value, []).append(item)
+            values = postings.get(feature)
+            if values is None:
+                values = postings[feature] = {}
+            items = values.get(value)
+            if items is None:
+                values[value] = [item]
+            else:
+                items.append(item)
 
     def seen(self, feature: Hashable, value: Hashable) -> bool:
         return value in self.postings.get(feature, {})
@@ -62,14 +81,15 @@ class _Hamming(Generic[_Item]):
         """(base, extra): an item differs in ``base + extra.get(item, 0)`` query features."""
         base = 0
         extra: dict[_Item, int] = {}
+        half = self.size
         for feature, value in query:
             values = self.postings[feature]
             same = values.get(value, ())
-            if 2 * len(same) <= self.size:  # count the matches
+            if 2 * len(same) <= half:  # count the matches
                 base += 1
                 for item in same:
                     extra[item] = extra.get(item, 0) - 1
-            else:  # count the mismatches
+            elif len(same) < half:  # count the mismatches
                 for other, items in values.items():
                     if other != value:
                         for item in items:
@@ -88,7 +108,7 @@ class _Group:
         self.leaves: _Hamming[int] = _Hamming()
         self.latest = -1
 
-    def nearest(self, query: list[tuple[str, Leaf]]) -> _Key:
+    def nearest(self, query: list[tuple[str, _LeafKey]]) -> _Key:
         """The closest member by differing leaves at the query's paths."""
         base, extra = self.leaves.differences(query)
         best: _Key | None = None
@@ -104,21 +124,49 @@ class _Group:
         return best
 
 
+class _Prepared:
+    """What a search and an ``add`` need of one signature, computed once."""
+
+    __slots__ = ("leaves", "parts_key", "set_context", "sig", "values")
+
+    def __init__(self, sig: Signature, base_context: dict[str, str]) -> None:
+        self.sig = sig
+        leaves = sig.leaves  # (path, _leaf_key(leaf)) pairs:
+        self.leaves: list[tuple[str, _LeafKey]] = list(zip(leaves, map(_leaf_key, leaves.values()),
+                                                          strict=True))
+        # context names set to a non-base value
+        self.set_context = tuple(sorted(
+            name for name, value in sig.context.items() if value != base_context.get(name)
+        )) if sig.context else ()
+        # what the class parts depend on, and what decides the group within a class (a
+        # dict's order only splits the caches keyed on them)
+        self.parts_key = (tuple(sig.structure.items()), tuple(sig.static), self.set_context)
+        self.values = (tuple(sig.static.items()), tuple(sig.context.items()) if sig.context
+                       else (), sig.function_id, sig.positional, sig.keywords)
+
+
+_GroupCounts = tuple[int, int, dict[_Group, int]]  # (group floor, base, extra)
+
+
 class _Class:
     """Signatures with the same structures, static names, leaf paths, context names and
     function-id-or-not; split into groups by their other values."""
 
     __slots__ = (
         "args",
-        "context_names",
+        "context_features",
         "context_set",
         "group_index",
         "groups",
+        "groups_by_values",
         "has_id",
+        "last_counts",
         "latest",
         "leaf_values",
+        "newest",
         "paths",
         "recency",
+        "static_features",
         "static_names",
         "structure",
     )
@@ -127,35 +175,48 @@ class _Class:
         self.structure = dict(sig.structure)
         self.static_names = frozenset(sig.static)
         self.paths = frozenset(sig.leaves)
-        self.context_names = tuple(sorted(sig.context))
         self.context_set = frozenset(sig.context)
+        self.static_features = tuple((name, ("s", name)) for name in sorted(sig.static))
+        self.context_features = tuple((name, ("c", name)) for name in sorted(sig.context))
         self.has_id = bool(sig.function_id)
         self.args = frozenset(sig.structure) | self.static_names
         self.groups: dict[tuple[_Feature, ...], _Group] = {}
+        # the same groups by the raw values that decide them (``_Prepared.values``)
+        self.groups_by_values: dict[Hashable, _Group] = {}
         self.recency: dict[_Group, None] = {}  # least recently extended first
+        self.newest: _Group | None = None  # the last of ``recency``
         self.group_index: _Hamming[_Group] = _Hamming()
-        self.leaf_values: dict[str, set[Leaf]] = {}
+        self.leaf_values: dict[str, set[_LeafKey]] = {path: set() for path in sig.leaves}
         self.latest = -1
+        # the group counts of the last query: (its values, same arguments, groups then, counts)
+        self.last_counts: tuple[Hashable, bool, int, _GroupCounts] | None = None
 
-    def add(self, index: int, sig: Signature) -> None:
-        features = tuple([(("s", name), sig.static[name]) for name in sorted(self.static_names)]
-                         + [(("c", name), sig.context[name]) for name in self.context_names]
-                         + ([(("f",), sig.function_id)] if self.has_id else [])
-                         + [(("p",), (sig.positional, sig.keywords))])
-        group = self.groups.get(features)
+    def add(self, index: int, sig: Signature, new: _Prepared) -> None:
+        group = self.groups_by_values.get(new.values)
         if group is None:
-            group = self.groups[features] = _Group(features)
-            self.group_index.add(group, features)
+            features = tuple([(feature, sig.static[name]) for name, feature in self.static_features]
+                             + [(feature, sig.context[name])
+                                for name, feature in self.context_features]
+                             + ([(("f",), sig.function_id)] if self.has_id else [])
+                             + [(("p",), (sig.positional, sig.keywords))])
+            group = self.groups.get(features)
+            if group is None:
+                group = self.groups[features] = _Group(features)
+                self.group_index.add(group, features)
+            self.groups_by_values[new.values] = group
         group.members.append(index)
-        group.leaves.add(index, sig.leaves.items())
+        group.leaves.add(index, new.leaves)
         group.latest = self.latest = index
-        self.recency.pop(group, None)
-        self.recency[group] = None
-        for path, leaf in sig.leaves.items():
-            self.leaf_values.setdefault(path, set()).add(leaf)
+        if group is not self.newest:
+            self.recency.pop(group, None)
+            self.recency[group] = None
+            self.newest = group
+        leaf_values = self.leaf_values
+        for path, key in new.leaves:
+            leaf_values[path].add(key)
 
-    def part(self, new_args: frozenset[str], set_context: list[str], structure: dict[str, str]
-             ) -> tuple[int, bool, frozenset[str]]:
+    def part(self, new_args: frozenset[str], set_context: tuple[str, ...],
+             structure: dict[str, str]) -> tuple[int, bool, frozenset[str]]:
         """(class part of the differences, same set of arguments, skipped argument names) for a
         signature with these arguments, context names set to a non-base value, structures."""
         part = 0
@@ -171,37 +232,71 @@ class _Class:
                                  if name in self.structure and self.structure[name] != text)
         return part + len(restructured), same_args, restructured | (new_args ^ self.args)
 
-    def queries(self, new: Signature, base_context: dict[str, str], same_args: bool,
-                skipped: frozenset[str]
-                ) -> tuple[list[_Feature], list[tuple[str, Leaf]], int, int]:
-        """(group query, leaf query, group floor, leaf floor): the floors count the query's
-        values that no signature of this class has."""
-        group_query: list[_Feature] = (
-            [(("s", name), value) for name, value in new.static.items()
-             if name in self.static_names]
-            + [(("c", name), new.context.get(name, base_context.get(name)))
-               for name in self.context_names]
-            + ([(("f",), new.function_id)] if self.has_id and new.function_id else [])
-            + ([(("p",), (new.positional, new.keywords))] if same_args else []))
-        leaf_query = [(path, leaf) for path, leaf in new.leaves.items()
-                      if path in self.paths and top_name(path) not in skipped]
-        leaf_floor = sum(1 for path, leaf in leaf_query if leaf not in self.leaf_values[path])
-        group_floor = sum(1 for feature, value in group_query
-                          if not self.group_index.seen(feature, value))
-        return group_query, leaf_query, group_floor, leaf_floor
+    def group_counts(self, new: _Prepared, base_context: dict[str, str], same_args: bool
+                     ) -> _GroupCounts:
+        """(group floor, base, extra): the query's static values, context values, function id
+        and (with the same arguments) passing differ from those of a group in ``base +
+        extra.get(group, 0)``, and from those of every group in at least the floor: the values
+        no group has. The counts change only with a new group: the last ones are kept."""
+        last = self.last_counts
+        if (last is not None and last[0] == new.values and last[1] == same_args
+                and last[2] == len(self.groups)):
+            return last[3]
+        sig = new.sig
+        static, context = sig.static, sig.context
+        query: list[_Feature] = [(feature, static[name])
+                                 for name, feature in self.static_features if name in static]
+        for name, feature in self.context_features:
+            query.append((feature, context.get(name, base_context.get(name))))
+        if self.has_id and sig.function_id:
+            query.append((("f",), sig.function_id))
+        if same_args:
+            query.append((("p",), (sig.positional, sig.keywords)))
+        postings = self.group_index.postings
+        floor = sum(1 for feature_key, value in query if value not in postings[feature_key])
+        counts = (floor, *self.group_index.differences(query))
+        self.last_counts = (new.values, same_args, len(self.groups), counts)
+        return counts
 
-    def search(self, part: int, group_query: list[_Feature], leaf_query: list[tuple[str, Leaf]],
-               leaf_floor: int, best: _Key | None) -> _Key | None:
-        base, extra = self.group_index.differences(group_query)
-        touched = sorted(((base + more, -group.latest, group) for group, more in extra.items()),
-                         key=_first_two)
+    def leaf_floor(self, leaf_query: list[tuple[str, _LeafKey]]) -> int:
+        """How many of the query's leaves no signature of this class has."""
+        leaf_values = self.leaf_values
+        floor = 0
+        for path, key in leaf_query:
+            if key not in leaf_values[path]:
+                floor += 1
+        return floor
+
+    def search(self, new: _Prepared, base_context: dict[str, str],
+               part: tuple[int, bool, frozenset[str]], best: _Key | None) -> _Key | None:
+        """The closer of ``best`` and the closest signature of this class, whose class part
+        of the differences is ``part``; floors are counted only once there is a best."""
+        differences, same_args, skipped = part
+        group_floor, base, extra = self.group_counts(new, base_context, same_args)
+        paths = self.paths
+        leaf_query = ([(path, key) for path, key in new.leaves if path in paths] if not skipped
+                      else [(path, key) for path, key in new.leaves
+                            if path in paths and top_name(path) not in skipped])
+        leaf_floor = -1
+        if best is not None:
+            leaf_floor = self.leaf_floor(leaf_query)
+            if (differences + group_floor + leaf_floor, -self.latest) >= best:
+                return best
         untouched = ((base, -group.latest, group) for group in reversed(self.recency)
                      if group not in extra)
-        for differences, recency, group in heapq.merge(touched, untouched, key=_first_two):
-            if best is not None and (part + differences + leaf_floor, recency) >= best:
-                break  # groups come in order: none of the rest can do better
+        ordered: Iterator[tuple[int, int, _Group]] = untouched
+        if extra:
+            touched = sorted(((base + more, -group.latest, group)
+                              for group, more in extra.items()), key=_first_two)
+            ordered = heapq.merge(touched, untouched, key=_first_two)
+        for group_differences, recency, group in ordered:
+            if best is not None:
+                if leaf_floor < 0:
+                    leaf_floor = self.leaf_floor(leaf_query)
+                if (differences + group_differences + leaf_floor, recency) >= best:
+                    break  # groups come in order: none of the rest can do better
             leaves, index = group.nearest(leaf_query)
-            key = (part + differences + leaves, index)
+            key = (differences + group_differences + leaves, index)
             if best is None or key < best:
                 best = key
         return best
@@ -222,48 +317,62 @@ class SignatureIndex:
         self.base_context = base_context
         self.signatures: list[Signature] = []
         self._classes: dict[tuple[Hashable, ...], _Class] = {}
+        # the same classes by the raw keys that decide them (dict order included)
+        self._classes_by_keys: dict[tuple[Hashable, ...], _Class] = {}
         self._class_list: list[_Class] = []
-        # class parts by the new signature's arguments, structures and non-base context names:
-        # a list aligned with ``_class_list``, extended as classes appear
+        # class parts by the new signature's structures, static names and non-base context
+        # names: a list aligned with ``_class_list``, extended as classes appear
         self._parts: dict[tuple[Hashable, ...], list[tuple[int, bool, frozenset[str]]]] = {}
         self._cached = 0
+        self._last: _Prepared | None = None  # the signature searched for last
 
     def __len__(self) -> int:
         return len(self.signatures)
 
     def add(self, sig: Signature) -> None:
+        prepared = self._last
+        if prepared is None or prepared.sig is not sig:
+            prepared = _Prepared(sig, self.base_context)
         index = len(self.signatures)
         self.signatures.append(sig)
-        key = (frozenset(sig.structure.items()), frozenset(sig.static), frozenset(sig.leaves),
-               frozenset(sig.context), bool(sig.function_id))
-        found = self._classes.get(key)
+        keys = (prepared.parts_key[0], prepared.parts_key[1], tuple(sig.leaves),
+                prepared.values[1], bool(sig.function_id))
+        found = self._classes_by_keys.get(keys)
         if found is None:
-            found = self._classes[key] = _Class(sig)
-            self._class_list.append(found)
-        found.add(index, sig)
+            key = (frozenset(sig.structure.items()), frozenset(sig.static),
+                   frozenset(sig.leaves), frozenset(sig.context), bool(sig.function_id))
+            found = self._classes.get(key)
+            if found is None:
+                found = self._classes[key] = _Class(sig)
+                self._class_list.append(found)
+            self._classes_by_keys[keys] = found
+        found.add(index, sig, prepared)
 
-    def _class_parts(self, new: Signature) -> list[tuple[int, bool, frozenset[str]]]:
-        base_context = self.base_context
-        new_args = frozenset(new.structure) | frozenset(new.static)
-        set_context = sorted(name for name, value in new.context.items()
-                             if value != base_context.get(name))
-        key = (new_args, frozenset(new.structure.items()), tuple(set_context))
-        parts = self._parts.get(key)
+    def _class_parts(self, new: _Prepared) -> list[tuple[int, bool, frozenset[str]]]:
+        parts = self._parts.get(new.parts_key)
         if parts is None:
             if self._cached > self._CACHED_PARTS:
                 self._parts.clear()
                 self._cached = 0
-            parts = self._parts[key] = []
+            parts = self._parts[new.parts_key] = []
         known = len(parts)
-        parts.extend(cls.part(new_args, set_context, new.structure)
-                     for cls in self._class_list[known:])
-        self._cached += len(parts) - known
+        if known < len(self._class_list):
+            sig = new.sig
+            new_args = frozenset(sig.structure) | frozenset(sig.static)
+            parts.extend(cls.part(new_args, new.set_context, sig.structure)
+                         for cls in self._class_list[known:])
+            self._cached += len(parts) - known
         return parts
 
     def nearest(self, new: Signature) -> int:
         """The index of the closest earlier signature (there must be one)."""
+        prepared = self._last = _Prepared(new, self.base_context)  # for an add that follows
         classes = self._class_list
-        parts = self._class_parts(new)
+        parts = self._class_parts(prepared)
+        if len(classes) == 1:  # the usual case: one set of argument names and structures
+            found = classes[0].search(prepared, self.base_context, parts[0], None)
+            assert found is not None
+            return -found[1]
         heap = [(part[0], -cls.latest, i)
                 for i, (part, cls) in enumerate(zip(parts, classes, strict=True))]
         heapq.heapify(heap)
@@ -272,13 +381,7 @@ class SignatureIndex:
             bound, recency, i = heapq.heappop(heap)
             if best is not None and (bound, recency) >= best:
                 break  # classes come in order of this bound: none of the rest can do better
-            cls = classes[i]
-            part, same_args, skipped = parts[i]
-            group_query, leaf_query, group_floor, leaf_floor = cls.queries(
-                new, self.base_context, same_args, skipped)
-            if best is not None and (part + group_floor + leaf_floor, recency) >= best:
-                continue
-            best = cls.search(part, group_query, leaf_query, leaf_floor, best)
+            best = classes[i].search(prepared, self.base_context, parts[i], best)
         if best is None:
             raise ValueError("no signature to compare with")
         return -best[1]
