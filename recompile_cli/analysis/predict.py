@@ -3,7 +3,9 @@
 Pure functions over recorded ``Signature``s. A fix is a transformation of signatures (pad a
 dimension to buckets, make a scalar strongly typed, drop a static argument, reuse one function
 object); the prediction is the number of distinct signatures after it, i.e. the traces and
-compiles the same run would have needed.
+compiles the same run would have needed. ``Distinct`` holds one function's distinct signatures
+as rows of interned ids, so that a leaf fix (``dim_change``) is predicted without building new
+``Signature``s.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
+from operator import attrgetter, itemgetter, sub, truediv
+from typing import Any, cast
 
 from recompile_cli.session.model import Leaf, Signature
 
@@ -24,51 +28,179 @@ def signature_key(sig: Signature) -> tuple[Hashable, ...]:
             tuple(sorted(sig.context.items())), sig.function_id)
 
 
-def distinct(signatures: Iterable[Signature]) -> dict[tuple[Hashable, ...], Signature]:
-    """Each distinct ``signature_key`` -> its first signature, in order of first appearance.
+LeafValue = tuple[tuple[int, ...], str, bool, str | None]
+"""A ``Leaf`` as predictions see it: (shape, dtype, weak_type, sharding)."""
 
-    Every transform is a function of what the key holds, so predicting over these gives the
-    same counts as over all the signatures, with one transform per distinct signature.
+_LEAF = attrgetter("shape", "dtype", "weak_type", "sharding")
+
+
+def _all_values(leaves: dict[str, Leaf]) -> tuple[Leaf, ...]:
+    return tuple(leaves.values())
+
+
+class Distinct:
+    """The distinct signatures of one function, as plain tuples for fast predictions.
+
+    Two signatures are the same when their ``signature_key``s are equal. A distinct signature is
+    a row: an id for all but its leaves (statics, structure, passing, context, function id),
+    its leaf paths sorted (its layout) and a ``LeafValue`` per path. Signatures are added one
+    at a time, so that a session's can be read in one pass, in the order recorded.
     """
-    seen: dict[tuple[Hashable, ...], Signature] = {}
-    for sig in signatures:
-        seen.setdefault(signature_key(sig), sig)
-    return seen
+
+    def __init__(self, signatures: Iterable[Signature] = ()) -> None:
+        self.signatures: list[Signature] = []  # the first of each distinct one, in order
+        self.rests: list[int] = []  # per row
+        self.layouts: list[tuple[str, ...]] = []  # per row
+        self.values: list[tuple[LeafValue, ...]] = []  # per row, in the order of its layout
+        self.index: list[int] = []  # the row of each signature added
+        self.all_layouts: dict[tuple[str, ...], None] = {}  # each layout once
+        self._leaves: dict[str, list[LeafValue | None]] = {}
+        self._varying: dict[str, dict[int, list[int]]] = {}
+        self._rests: dict[tuple[Hashable, ...], int] = {}  # as signature_key has them
+        self._seen: dict[tuple[Hashable, ...], int] = {}  # row -> its index
+        # the previous signature's paths, layout and rest: the next one's, usually
+        self._paths: Any = None
+        self._layout: tuple[str, ...] = ()
+        self._sort: Callable[[dict[str, Leaf]], Any] = _all_values
+        self._previous: Signature | None = None
+        self._rest = 0
+        for sig in signatures:
+            self.add(sig)
+
+    def add(self, sig: Signature) -> None:
+        leaves = sig.leaves
+        if leaves.keys() != self._paths:
+            self._paths = leaves.keys()
+            self._layout = tuple(sorted(leaves))
+            self.all_layouts[self._layout] = None
+            self._sort = itemgetter(*self._layout) if len(leaves) > 1 else _all_values
+        values = tuple(map(_LEAF, self._sort(leaves)))  # in the order of the layout
+        previous = self._previous
+        if (previous is None or sig.static != previous.static
+                or sig.structure != previous.structure or sig.context != previous.context
+                or sig.positional != previous.positional or sig.keywords != previous.keywords
+                or sig.function_id != previous.function_id):
+            key = (tuple(sorted(sig.static.items())), tuple(sorted(sig.structure.items())),
+                   sig.positional, sig.keywords, tuple(sorted(sig.context.items())),
+                   sig.function_id)
+            self._rest = self._rests.setdefault(key, len(self._rests))
+        self._previous = sig
+        row = self._seen.setdefault((self._rest, self._layout, values), len(self.rests))
+        self.index.append(row)
+        if row == len(self.rests):  # a new one
+            self.signatures.append(sig)
+            self.rests.append(self._rest)
+            self.layouts.append(self._layout)
+            self.values.append(values)
+
+    @property
+    def paths(self) -> list[str]:
+        """Every leaf path, sorted."""
+        return sorted({path for layout in self.all_layouts for path in layout})
+
+    def leaves(self, path: str) -> list[LeafValue | None]:
+        """The leaf at ``path`` of each row, ``None`` where it has none."""
+        if path not in self._leaves:
+            if len(self.all_layouts) == 1:  # the usual case: every row has the same paths
+                (layout,) = self.all_layouts
+                self._leaves[path] = (list(map(itemgetter(layout.index(path)), self.values))
+                                      if path in layout else [None] * len(self.values))
+            else:
+                self._leaves[path] = [
+                    values[layout.index(path)] if path in layout else None
+                    for layout, values in zip(self.layouts, self.values, strict=True)]
+        return self._leaves[path]
+
+    def each_signature(self, column: list[int | None]) -> list[int]:
+        """A column of one value per row, as one per signature given, ``None``s left out."""
+        values = list(map(column.__getitem__, self.index))
+        if None in column:
+            return [v for v in values if v is not None]
+        return cast(list[int], values)
+
+    def varying_dims(self, path: str) -> dict[int, list[int]]:
+        """``varying_dims(self.signatures, path)``."""
+        if path not in self._varying:
+            shapes = dict.fromkeys(map(itemgetter(0), filter(None, self.leaves(path))))
+            self._varying[path] = _varying(shapes)
+        return self._varying[path]
 
 
-def leaf_compiles_after(keys: Iterable[tuple[Hashable, ...]],
-                        change: Callable[[str, Leaf], Leaf]) -> int:
-    """``compiles_after`` for a transform that only changes leaves, ``change(path, leaf)``,
-    straight on ``signature_key``s: each (path, leaf) is changed once."""
-    done: dict[tuple[str, Leaf], Leaf] = {}
-    out: set[tuple[Hashable, ...]] = set()
-    for key in keys:
-        leaves = []
-        for item in key[0]:  # type: ignore[attr-defined]
-            new = done.get(item)
-            if new is None:
-                new = done[item] = change(*item)
-            leaves.append((item[0], new))
-        out.add((tuple(leaves), *key[1:]))
-    return len(out)
+class Axis:
+    """The rows of a ``Distinct`` split for a fix that pads the distinct (path, dim)s of
+    ``axis``: per row, a key of all the fix leaves alone, and a column of sizes per (path, dim)
+    (``None`` where a row has no such dim)."""
+
+    def __init__(self, table: Distinct, axis: Iterable[tuple[str, int]]) -> None:
+        self.pairs = list(axis)
+        split = _split_columns(table, self.pairs) or _split_rows(table, self.pairs)
+        rows, self.columns = split
+        ids = {row: i for i, row in enumerate(dict.fromkeys(rows))}
+        self.rows = list(map(ids.__getitem__, rows))  # a small int per distinct key
+
+    def column(self, path: str, dim: int) -> list[int | None]:
+        """The sizes of ``path`` dim ``dim``, one of the axis, per row."""
+        return self.columns[self.pairs.index((path, dim))]
+
+    def compiles_after(self, bucket: dict[int, int]) -> int:
+        """The distinct rows once every size is mapped through ``bucket`` (which has them all):
+        ``compiles_after`` of ``map_dim`` for each (path, dim)."""
+        sizes: dict[Any, int | None] = {None: None}  # None: a row without that dim
+        sizes.update(bucket)
+        bucketed = (map(sizes.__getitem__, column) for column in self.columns)
+        return len(set(zip(self.rows, *bucketed, strict=True)))
 
 
-def dim_change(axis: Iterable[tuple[str, int]], bucket: Callable[[int], int]
-               ) -> Callable[[str, Leaf], Leaf]:
-    """The leaf change of ``map_dim`` for every (path, dim) of ``axis``, in order."""
+_Split = tuple[list[Hashable], list[list[int | None]]]
+
+
+def _split_columns(table: Distinct, pairs: list[tuple[str, int]]) -> _Split | None:
+    """``Axis``'s split a column at a time, for the usual table: every row has the same paths,
+    each padded path one rank. ``None`` for other tables."""
     dims: dict[str, list[int]] = {}
-    for path, dim in axis:
+    for path, dim in pairs:
         dims.setdefault(path, []).append(dim)
+    if len(table.all_layouts) != 1 or not dims.keys() <= set(next(iter(table.all_layouts))):
+        return None
+    (layout,) = table.all_layouts
+    kept: list[Iterable[Hashable]] = [table.rests]  # what the fix leaves alone
+    padded: dict[tuple[str, int], list[int | None]] = {}
+    for path in layout:
+        leaves = cast(list[LeafValue], table.leaves(path))  # every row has ``path``
+        if path not in dims:
+            kept.append(leaves)
+            continue
+        shapes = list(map(itemgetter(0), leaves))
+        ranks = set(map(len, shapes))
+        if len(ranks) != 1 or max(dims[path]) >= min(ranks):
+            return None
+        kept.append(map(itemgetter(1, 2, 3), leaves))  # dtype, weak_type, sharding
+        for dim in range(min(ranks)):
+            column = list(map(itemgetter(dim), shapes))
+            if dim in dims[path]:
+                padded[path, dim] = cast(list[int | None], column)
+            else:
+                kept.append(column)
+    return list(zip(*kept, strict=True)), [padded[pair] for pair in pairs]
 
-    def change(path: str, leaf: Leaf) -> Leaf:
-        for dim in dims.get(path, ()):
-            if dim < len(leaf.shape):
-                shape = list(leaf.shape)
-                shape[dim] = bucket(shape[dim])
-                leaf = replace(leaf, shape=tuple(shape))
-        return leaf
 
-    return change
+def _split_rows(table: Distinct, pairs: list[tuple[str, int]]) -> _Split:
+    """``Axis``'s split a row at a time, for any table."""
+    rows: list[Hashable] = []
+    columns: list[list[int | None]] = [[] for _ in pairs]
+    for rest, layout, values in zip(table.rests, table.layouts, table.values, strict=True):
+        leaves: list[tuple[Any, ...]] = list(values)
+        for column, (path, dim) in zip(columns, pairs, strict=True):
+            size = None
+            if path in layout:
+                i = layout.index(path)
+                shape, *rest_of_leaf = leaves[i]
+                if dim < len(shape):
+                    size = shape[dim]
+                    leaves[i] = ((*shape[:dim], None, *shape[dim + 1:]), *rest_of_leaf)
+            column.append(size)
+        rows.append((rest, layout, tuple(leaves)))
+    return rows, columns
 
 
 def compiles_after(signatures: Iterable[Signature], transform: Transform) -> int:
@@ -127,13 +259,15 @@ def varying_dims(signatures: list[Signature], path: str) -> dict[int, list[int]]
         leaf = sig.leaves.get(path)
         if leaf is not None:
             shapes.setdefault(leaf.shape, None)
-    if len({len(shape) for shape in shapes}) != 1:
+    return _varying(shapes)
+
+
+def _varying(shapes: dict[tuple[int, ...], None]) -> dict[int, list[int]]:
+    """``varying_dims`` of distinct shapes in order of first appearance."""
+    if len(set(map(len, shapes))) != 1:
         return {}
-    seen: dict[int, dict[int, None]] = {}
-    for shape in shapes:
-        for dim, size in enumerate(shape):
-            seen.setdefault(dim, {})[size] = None
-    return {dim: list(values) for dim, values in seen.items() if len(values) > 1}
+    columns = (dict.fromkeys(sizes) for sizes in zip(*shapes, strict=True))  # in order seen
+    return {dim: list(values) for dim, values in enumerate(columns) if len(values) > 1}
 
 
 def next_power_of_two(n: int) -> int:
@@ -149,7 +283,18 @@ def round_up(width: int) -> Callable[[int], int]:
     return lambda n: max(width, math.ceil(n / width) * width)
 
 
+def powers_of_two(sizes: Iterable[int]) -> dict[int, int]:
+    """Each size -> ``next_power_of_two`` of it (inlined: called for every size seen)."""
+    return {n: 1 << (n - 1).bit_length() if n > 1 else 1 for n in sizes}
+
+
+def multiples_of(width: int, sizes: Iterable[int]) -> dict[int, int]:
+    """Each size -> ``round_up(width)`` of it (inlined: called for every size seen)."""
+    return {n: max(width, math.ceil(n / width) * width) for n in sizes}
+
+
 def padding_overhead(sizes: list[int], bucket: Callable[[int], int]) -> int:
     """Average extra work of padding each size to its bucket, in percent of the size."""
-    extra = [(bucket(n) - n) / n for n in sizes if n > 0]
-    return round(100 * sum(extra) / len(extra)) if extra else 0
+    positive = [n for n in sizes if n > 0]
+    extra = map(truediv, map(sub, map(bucket, positive), positive), positive)  # (b(n) - n) / n
+    return round(100 * sum(extra) / len(positive)) if positive else 0

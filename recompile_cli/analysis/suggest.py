@@ -8,9 +8,9 @@ parent's, and JAX's or a library's internals are not the user's to fix. Predicti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from operator import attrgetter
 
 from recompile_cli.analysis import predict
 from recompile_cli.analysis.causes import (
@@ -46,28 +46,23 @@ class _Group:
     argument: str | None
     events: list[Event]
     causes: list[Cause]
-    signatures: list[Signature]  # every successful top-level trace of the function, in order
+    table: predict.Distinct  # the distinct ones of ``signatures``: what predictions run over
     others: list[str] = field(default_factory=list)  # other changes of the same events
     first_events: list[Event] = field(default_factory=list)  # every top-level trace, in order
-    unique: dict[tuple[Hashable, ...], Signature] | None = None  # predict.distinct(signatures)
 
-    @cached_property
-    def _unique(self) -> dict[tuple[Hashable, ...], Signature]:
-        return self.unique if self.unique is not None else predict.distinct(self.signatures)
+    @property
+    def signatures(self) -> list[Signature]:
+        """Every successful top-level trace of the function, in order."""
+        return list(map(_SIGNATURE, self.first_events))
 
-    @cached_property
+    @property
     def distinct(self) -> list[Signature]:
-        """``signatures`` with each distinct one once: what predictions run over."""
-        return list(self._unique.values())
+        """``signatures`` with each distinct one once."""
+        return self.table.signatures
 
-    @cached_property
-    def keys(self) -> list[tuple[Hashable, ...]]:
-        """The ``predict.signature_key`` of each of ``distinct``."""
-        return list(self._unique)
-
-    @cached_property
+    @property
     def compiles(self) -> int:
-        return len(self.distinct)
+        return len(self.table.signatures)
 
     def also(self) -> str:
         """`` Together with: ...`` naming the other changes of the same events, if any."""
@@ -77,58 +72,70 @@ class _Group:
                 + (f" ({len(self.others)} in all)" if len(self.others) > 3 else "") + ".")
 
     def values(self) -> list[str]:
-        seen: list[str] = []
+        seen: dict[str, None] = {}
         for cause in self.causes:
             for value in (cause.before, cause.after):
-                if value is not None and value not in seen:
-                    seen.append(value)
-        return seen
+                if value is not None:
+                    seen.setdefault(value)
+        return list(seen)
+
+
+@dataclass(slots=True)
+class _Function:
+    """One user function's top-level events, gathered in one pass over the session."""
+
+    key: str
+    traces: list[Event] = field(default_factory=list)  # successful traces, in order
+    table: predict.Distinct = field(default_factory=predict.Distinct)  # their signatures
+    started: bool = False  # a top-level event of it came already
+
+
+_SIGNATURE = attrgetter("signature")
 
 
 def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> Iterator[Suggestion]:
-    top = [e for e in events if e.owner == "user" and e.depth == 0]
-    signatures: dict[str, list[Signature]] = {}
-    groups: dict[tuple[str, str, str | None], tuple[list[Event], list[Cause]]] = {}
-    others: dict[tuple[str, str, str | None], list[str]] = {}
-    traced_events: dict[str, list[Event]] = {}
-    compiled_once: set[str] = set()
+    functions: dict[tuple[str, str | None], _Function] = {}
+    by_key: dict[str, _Function] = {}  # two (name, defined_at) may share a function_key
+    groups: dict[tuple[str, str, str | None], tuple[_Function, list[Event], list[Cause],
+                                                     dict[str, None]]] = {}
     errors: dict[tuple[str, str | None], Event] = {}
-    for event in top:
-        key = function_key(event.function, event.defined_at)
+    for event in events:
+        if event.owner != "user" or event.depth != 0:
+            continue
+        where = (event.function, event.defined_at)
+        fn = functions.get(where)
+        if fn is None:
+            key = function_key(*where)
+            fn = functions[where] = by_key.setdefault(key, _Function(key))
         if event.error is not None:
             errors.setdefault((event.function, event.error.argument), event)
             continue
         if event.traced and event.signature is not None:
-            signatures.setdefault(key, []).append(event.signature)
-            traced_events.setdefault(key, []).append(event)
-        if key not in compiled_once:  # its first compile is no re-compilation, even when
-            compiled_once.add(key)    # a nested trace of it came first
+            fn.traces.append(event)
+            fn.table.add(event.signature)  # in the order recorded: faster than per function
+        if not fn.started:  # its first compile is no re-compilation, even when
+            fn.started = True  # a nested trace of it came first
             if event.compiled or event.traced:
                 continue
-        cause, *rest = causes[event.seq]
-        found = groups.setdefault((key, cause.code, cause.argument), ([], []))
-        found[0].append(event)
-        found[1].append(cause)
-        also = others.setdefault((key, cause.code, cause.argument), [])
-        for other in rest:
+        found = causes[event.seq]
+        cause = found[0]
+        group_key = (fn.key, cause.code, cause.argument)
+        group = groups.get(group_key)
+        if group is None:
+            group = groups[group_key] = (fn, [], [], {})  # others: texts, in order
+        group[1].append(event)
+        group[2].append(cause)
+        for other in found[1:]:
             if other.code == cause.code == SHAPE:  # the same axis, named already
                 continue
-            text = _change_text(other)
-            if text not in also:
-                also.append(text)
+            group[3].setdefault(_change_text(other))
     for (name, argument), event in errors.items():
         yield _trace_error(name, argument, event)
-    # each function's distinct signatures, found once
-    unique: dict[str, dict[tuple[Hashable, ...], Signature]] = {}
-    for (key, code, argument), (group_events, group_causes) in groups.items():
+    for (_, code, argument), (fn, group_events, group_causes, others) in groups.items():
         rule = _RULES.get(code)
         if rule is not None:
-            if key not in unique:
-                unique[key] = predict.distinct(signatures.get(key, []))
-            group = _Group(group_events[0].function, argument, group_events, group_causes,
-                           signatures.get(key, []), others.get((key, code, argument), []),
-                           traced_events.get(key, []), unique[key])
-            yield rule(group)
+            yield rule(_Group(group_events[0].function, argument, group_events, group_causes,
+                              fn.table, list(others), fn.traces))
 
 
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
@@ -146,22 +153,24 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
 
 def _shape(g: _Group) -> Suggestion:
     path = g.argument or ""
-    dims = predict.varying_dims(g.distinct, path)
+    dims = g.table.varying_dims(path)
     if not dims:
         return Suggestion(g.name, SHAPE, f"re-compiled {_times(len(g.events))} for "
                           f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
                           "fixed sizes and mask the padding, so that one shape is reused."
                           + g.also())
     dim, values = max(dims.items(), key=lambda item: len(item[1]))
-    axis = _same_axis(g.distinct, values)
+    axis = _same_axis(g.table, values)
     dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
     where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
-    sizes = [s.leaves[path].shape[dim] for s in g.signatures if path in s.leaves]
     full = max(values)
-    pad_all = predict.leaf_compiles_after(g.keys, predict.dim_change(axis, lambda n: full))
+    rows = predict.Axis(g.table, axis)
+    sizes = g.table.each_signature(rows.column(path, dim))  # of every call, in order
+    to_full = dict.fromkeys(values, full)  # each size -> its bucket, for one fix
+    pad_all = rows.compiles_after(to_full)
     if len(values) == 2:
         small = min(values)
-        overhead = predict.padding_overhead(sizes, lambda n: full)
+        overhead = predict.padding_overhead(sizes, to_full.__getitem__)
         pad = (f"pad to {full} (and mask) so that one shape is reused: {g.compiles} compiles "
                f"-> {pad_all} (pads {overhead}% on average)")
         # The call history of the argument: a last batch follows several calls of the full
@@ -189,23 +198,23 @@ def _shape(g: _Group) -> Suggestion:
             f"{where} took the values {_listed([str(v) for v in values])}: {pad}."
             + g.also()), pad_all)
     options: list[tuple[int, str]] = []
-    pow2 = predict.leaf_compiles_after(
-        g.keys, predict.dim_change(axis, predict.next_power_of_two))
-    buckets = sorted({predict.next_power_of_two(v) for v in values})
+    to_pow2 = predict.powers_of_two(values)
+    pow2 = rows.compiles_after(to_pow2)
+    buckets = sorted(set(to_pow2.values()))
     if pow2 < g.compiles and buckets[-1] <= 2 * full:
-        overhead = predict.padding_overhead(sizes, predict.next_power_of_two)
+        overhead = predict.padding_overhead(sizes, to_pow2.__getitem__)
         options.append((pow2, f"{pow2} with power-of-two buckets of {where} "
                               f"({_listed([str(b) for b in buckets], 8)}; pads {overhead}% on "
                               "average)"))
     width = predict.multiple_for(values)
-    multiples = predict.leaf_compiles_after(
-        g.keys, predict.dim_change(axis, predict.round_up(width)))
-    if multiples < g.compiles and width > 1 and predict.round_up(width)(full) <= 2 * full:
-        overhead = predict.padding_overhead(sizes, predict.round_up(width))
+    to_multiple = predict.multiples_of(width, values)
+    multiples = rows.compiles_after(to_multiple)
+    if multiples < g.compiles and width > 1 and to_multiple[full] <= 2 * full:
+        overhead = predict.padding_overhead(sizes, to_multiple.__getitem__)
         options.append((multiples, f"{multiples} with multiples of {width} (pads {overhead}% "
                                    "on average)"))
     if not options:
-        overhead = predict.padding_overhead(sizes, lambda n: full)
+        overhead = predict.padding_overhead(sizes, to_full.__getitem__)
         return Suggestion(g.name, SHAPE, (
             f"{where} took {len(values)} values ({min(values)}..{full}): pad to {full} (and "
             f"mask) so that one shape is reused: {g.compiles} compiles -> {pad_all} (pads "
@@ -234,11 +243,11 @@ def _history(g: _Group, path: str, dim: int, small: int, full: int
     return at, sites
 
 
-def _same_axis(signatures: list[Signature], values: list[int]) -> list[tuple[str, int]]:
+def _same_axis(table: predict.Distinct, values: list[int]) -> list[tuple[str, int]]:
     """Every (path, dim) that varies over the same sizes: one axis, e.g. the batch."""
-    paths = {p for s in signatures for p in s.leaves}
-    return [(p, d) for p in sorted(paths) for d, vs in predict.varying_dims(signatures, p).items()
-            if set(vs) == set(values)]
+    wanted = set(values)
+    return [(p, d) for p in table.paths for d, vs in table.varying_dims(p).items()
+            if set(vs) == wanted]
 
 
 def _dtype(g: _Group) -> Suggestion:
