@@ -100,40 +100,51 @@ def package_of(owner: str, defined_at: str | None) -> str:
 
 def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
     """One row per function; built from columns in one pass over the events (no per-event
-    dictionaries, no per-group lookups), so it stays linear in the number of events."""
+    dictionaries, no per-group lookups), so it stays linear in the number of events.
+
+    Each event's function gets a group number, in the order first seen, and pandas sums the
+    numeric columns per number (a grouping by text would first factorize 100,000 texts)."""
     events = session.events
     if not events:
         return pd.DataFrame(columns=FUNCTION_COLUMNS)
-    known: dict[tuple[str, str | None], str] = {}
-    keys = [known.get((e.function, e.defined_at)) or known.setdefault(
-        (e.function, e.defined_at), function_key(e.function, e.defined_at)) for e in events]
+    known: dict[tuple[str, str | None], int] = {}  # (name, defined_at) -> group number
+    numbers: dict[str, int] = {}  # function key -> group number
+    groups: list[int] = []
+    firsts: list[Event] = []  # each group's first event
+    located: list[str | None] = []  # each group's first defined_at that is not None
+    counts: list[Counter[str]] = []
+    for e in events:
+        number = known.get((e.function, e.defined_at))
+        if number is None:
+            key = function_key(e.function, e.defined_at)
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(firsts)
+                firsts.append(e)
+                located.append(None)
+                counts.append(Counter())
+            known[e.function, e.defined_at] = number
+        groups.append(number)
+        if located[number] is None:
+            located[number] = e.defined_at
+        counts[number][causes[e.seq][0].code] += 1
     frame = pd.DataFrame({
-        "key": keys, "name": [e.function for e in events],
-        "defined_at": [e.defined_at for e in events], "owner": [e.owner for e in events],
-        "traced": [int(e.traced) for e in events], "compiled": [int(e.compiled) for e in events],
-        "error": [int(e.error is not None) for e in events],
+        "group": groups,
+        "traces": [int(e.traced) for e in events], "compiles": [int(e.compiled) for e in events],
+        "errors": [int(e.error is not None) for e in events],
         "trace_seconds": [e.trace_seconds for e in events],
         "lower_seconds": [e.lower_seconds for e in events],
         "compile_seconds": [e.compile_seconds for e in events],
     })
-    table = frame.groupby("key", sort=False).agg(
-        name=("name", "first"), defined_at=("defined_at", "first"), owner=("owner", "first"),
-        traces=("traced", "sum"), compiles=("compiled", "sum"),
-        errors=("error", "sum"), trace_seconds=("trace_seconds", "sum"),
-        lower_seconds=("lower_seconds", "sum"), compile_seconds=("compile_seconds", "sum"),
-    ).reset_index()
-    counts: dict[str, Counter[str]] = {}
-    packages: dict[str, str] = {}  # of each function's first event, as "first" would take
-    for key, event in zip(keys, events, strict=True):
-        found = counts.get(key)
-        if found is None:
-            found = counts[key] = Counter()
-            packages[key] = package_of(event.owner, event.defined_at)
-        found[causes[event.seq][0].code] += 1
-    table["package"] = [packages[k] for k in table["key"]]
-    table["causes"] = pd.Series([dict(counts[k].most_common()) for k in table["key"]],
-                                index=table.index, dtype=object)
-    table["calls"] = pd.array([session.calls.get(k) for k in table["key"]], dtype="Int64")
+    sums = frame.groupby("group", sort=True).sum().reset_index(drop=True)
+    keys = list(numbers)
+    table = pd.DataFrame({"key": keys, "name": [e.function for e in firsts],
+                          "defined_at": located, "owner": [e.owner for e in firsts]})
+    table = pd.concat([table, sums], axis=1)
+    table["package"] = [package_of(e.owner, e.defined_at) for e in firsts]
+    table["causes"] = pd.Series([dict(c.most_common()) for c in counts], index=table.index,
+                                dtype=object)
+    table["calls"] = pd.array([session.calls.get(k) for k in keys], dtype="Int64")
     table["not_user"] = table["owner"] != Owner.USER
     table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],
                               kind="stable")
@@ -141,41 +152,42 @@ def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.Dat
 
 
 _CauseKey = tuple[str, str, str, str, str]
+_CAUSE_KEY = ["function", "owner", "code", "argument", "call_site"]
 
 
 def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
     """One row per (function, cause, argument, call site) of top-level re-compilations that are
     not JAX's own, with the seconds they cost; repeated events collapse into one row.
 
-    The values of each row are gathered in the same pass as the rows' keys (a dictionary per
-    key), not by iterating the groups of a data frame."""
-    keys: list[_CauseKey] = []
+    Each row's key gets a number, in the order first seen, and its values are gathered in the
+    same pass (a dictionary per key); pandas then sums the seconds per number."""
+    numbers: dict[_CauseKey, int] = {}
+    groups: list[int] = []
     seconds: list[float] = []
     seqs: list[int] = []
-    values: dict[_CauseKey, dict[str, None]] = {}
+    values: list[dict[str, None]] = []
     for e in session.events:
         cause = causes[e.seq][0]
         if e.depth > 0 or e.owner == Owner.JAX or cause.code == FIRST_COMPILE:
             continue
         key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
-        keys.append(key)
+        number = numbers.get(key)
+        if number is None:
+            number = numbers[key] = len(values)
+            values.append({})
+            _add_value(values[number], cause.before)
+        _add_value(values[number], cause.after)
+        groups.append(number)
         seconds.append(event_cost(e))
         seqs.append(e.seq)
-        seen = values.get(key)
-        if seen is None:
-            seen = values[key] = {}
-            _add_value(seen, cause.before)
-        _add_value(seen, cause.after)
-    if not keys:
+    if not groups:
         return pd.DataFrame(columns=CAUSE_COLUMNS)
-    names = ["function", "owner", "code", "argument", "call_site"]
-    frame = pd.DataFrame(keys, columns=names)
-    frame["seconds"], frame["seq"] = seconds, seqs
-    table = frame.groupby(names, sort=False).agg(
+    frame = pd.DataFrame({"group": groups, "seconds": seconds, "seq": seqs})
+    sums = frame.groupby("group", sort=True).agg(
         count=("seq", "size"), seconds=("seconds", "sum"), first_event=("seq", "min"),
-    ).reset_index()
-    table["values"] = [_value_range(values[key]) for key in
-                       zip(*(table[name] for name in names), strict=True)]
+    ).reset_index(drop=True)
+    table = pd.concat([pd.DataFrame(list(numbers), columns=_CAUSE_KEY), sums], axis=1)
+    table["values"] = [_value_range(found) for found in values]
     table = table.sort_values(["seconds", "count"], ascending=False, kind="stable")
     return table[CAUSE_COLUMNS].reset_index(drop=True)
 

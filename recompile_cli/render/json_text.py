@@ -31,9 +31,9 @@ else:
 
 
 def encode(data: Any) -> str:
-    """One value, free of cycles (records made by recompile-cli), as compact strict JSON on one
-    line, the same text as ``value``'s, or ``ValueError`` for a NaN or infinity and
-    ``TypeError`` for a value JSON has no type for."""
+    """One value as compact strict JSON on one line, or ``ValueError`` for a NaN or infinity
+    and ``TypeError`` for a value JSON has no type for. (A value that holds itself is not
+    detected: it exhausts the recursion limit, as ``jsonable`` would.)"""
     if _CHUNKS is None or isinstance(data, str):  # pragma: no cover
         return _ENCODE(data)
     return "".join(_CHUNKS(data, 0))
@@ -42,7 +42,7 @@ def encode(data: Any) -> str:
 def value(data: Any) -> str:
     """One value as compact strict JSON, on one line."""
     try:
-        return _ENCODE(data)
+        return encode(data)
     except (ValueError, TypeError):
         return _ENCODE(jsonable(data))
 
