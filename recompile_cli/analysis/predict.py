@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
-from operator import attrgetter, itemgetter, sub, truediv
+from operator import itemgetter, sub, truediv
 from typing import Any, cast
 
 from recompile_cli.session.model import Leaf, Signature
@@ -30,8 +30,6 @@ def signature_key(sig: Signature) -> tuple[Hashable, ...]:
 
 LeafValue = tuple[tuple[int, ...], str, bool, str | None]
 """A ``Leaf`` as predictions see it: (shape, dtype, weak_type, sharding)."""
-
-_LEAF = attrgetter("shape", "dtype", "weak_type", "sharding")
 
 
 def _all_values(leaves: dict[str, Leaf]) -> tuple[Leaf, ...]:
@@ -68,13 +66,15 @@ class Distinct:
             self.add(sig)
 
     def add(self, sig: Signature) -> None:
+        """One more signature: a new row unless an earlier one is the same."""
         leaves = sig.leaves
         if leaves.keys() != self._paths:
             self._paths = leaves.keys()
             self._layout = tuple(sorted(leaves))
             self.all_layouts[self._layout] = None
             self._sort = itemgetter(*self._layout) if len(leaves) > 1 else _all_values
-        values = tuple(map(_LEAF, self._sort(leaves)))  # in the order of the layout
+        values = tuple([(leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding)
+                        for leaf in self._sort(leaves)])  # in the order of the layout
         previous = self._previous
         if (previous is None or sig.static != previous.static
                 or sig.structure != previous.structure or sig.context != previous.context
