@@ -126,7 +126,7 @@ def _explain(event: Event, index: SignatureIndex, done_before: bool,
                       else "compiled without a trace of its own"),)
     if not event.traced:
         return tuple(_explain_without_retrace(event))
-    if event.signature is None or not len(index):
+    if event.signature is None or not index.signatures:
         return (Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)"),)
     old = index.signatures[index.nearest(event.signature)]
     return tuple(diff_signatures(event.signature, old, base_context)) or (
@@ -136,10 +136,13 @@ def _explain(event: Event, index: SignatureIndex, done_before: bool,
 
 def _explain_without_retrace(event: Event) -> list[Cause]:
     if event.lowering_changes:
-        return [Cause(SHARDING, argument=c.argument, before=shown_pair(c.before, c.after)[0],
-                      after=shown_pair(c.before, c.after)[1],
-                      detail=_LOWERING_FIELD_TEXT.get(c.field, f"{c.field} changed"))
-                for c in event.lowering_changes]
+        causes = []
+        for change in event.lowering_changes:
+            before, after = shown_pair(change.before, change.after)
+            causes.append(Cause(SHARDING, argument=change.argument, before=before, after=after,
+                                detail=_LOWERING_FIELD_TEXT.get(change.field,
+                                                                f"{change.field} changed")))
+        return causes
     if event.lowering_changes is None:
         return [Cause(DERIVED_JAXPR, detail="compiled again without a re-trace: a new jaxpr "
                       "derived from this jitted function by a transformation (grad, vjp, vmap) "
@@ -171,8 +174,10 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
         yield from _context_causes(new.context, old.context, base_context)
     new_structure, old_structure = new.structure, old.structure
     new_static, old_static = new.static, old.static
+    same_structure, same_static = new_structure == old_structure, new_static == old_static
     moved_args: set[str] = set()  # arguments passed in one call only
-    if new_structure.keys() != old_structure.keys() or new_static.keys() != old_static.keys():
+    if not (same_structure or new_structure.keys() == old_structure.keys()) or not (
+            same_static or new_static.keys() == old_static.keys()):
         moved_args = (set(new_structure) | set(new_static)) ^ (set(old_structure)
                                                                 | set(old_static))
     if moved_args:
@@ -189,12 +194,12 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                     detail="the same arguments passed positionally in one call and by keyword "
                            "in the other")
     skipped = moved_args
-    if new_structure != old_structure:
+    if not same_structure:
         for name in sorted(new_structure.keys() & old_structure.keys()):
             if new_structure[name] != old_structure[name]:
                 skipped = skipped | {name}
                 yield from _structure_causes(name, new, old)
-    if new_static != old_static:
+    if not same_static:
         for name in sorted(new_static.keys() & old_static.keys()):
             if new_static[name] != old_static[name]:
                 before, after = shown_pair(old_static[name], new_static[name])

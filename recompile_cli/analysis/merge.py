@@ -226,6 +226,8 @@ def explain_by_process(events: Sequence[Event], base_context: dict[str, str]
     (a merged session): each event is explained against the earlier events of its own process
     only, so each process's first compile is a ``first_compile``. The same as
     ``explain_events`` for a single-process session."""
+    if len({event.process for event in events}) <= 1:  # one process: no grouping to do
+        return explain_events(events, base_context)
     by_process: dict[int | None, list[Event]] = {}
     for event in events:
         by_process.setdefault(event.process, []).append(event)

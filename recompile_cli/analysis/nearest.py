@@ -127,22 +127,24 @@ class _Group:
 class _Prepared:
     """What a search and an ``add`` need of one signature, computed once."""
 
-    __slots__ = ("leaves", "parts_key", "set_context", "sig", "values")
+    __slots__ = ("leaves", "parts_key", "set_context", "shape", "sig", "values")
 
     def __init__(self, sig: Signature, base_context: dict[str, str]) -> None:
         self.sig = sig
-        leaves = sig.leaves  # (path, _leaf_key(leaf)) pairs:
+        leaves = sig.leaves  # (path, _leaf_key(leaf)) pairs (a dict's keys and values):
         self.leaves: list[tuple[str, _LeafKey]] = list(zip(leaves, map(_leaf_key, leaves.values()),
-                                                          strict=True))
+                                                          strict=False))
         # context names set to a non-base value
         self.set_context = tuple(sorted(
             name for name, value in sig.context.items() if value != base_context.get(name)
         )) if sig.context else ()
-        # what the class parts depend on, and what decides the group within a class (a
-        # dict's order only splits the caches keyed on them)
-        self.parts_key = (tuple(sig.structure.items()), tuple(sig.static), self.set_context)
+        # what the class parts depend on, what decides the group within a class, and the
+        # class and group (a dict's order only splits the caches keyed on them)
+        structure = tuple(sig.structure.items())
+        self.parts_key = (structure, tuple(sig.static), self.set_context)
         self.values = (tuple(sig.static.items()), tuple(sig.context.items()) if sig.context
                        else (), sig.function_id, sig.positional, sig.keywords)
+        self.shape = (structure, self.values, tuple(leaves))
 
 
 _GroupCounts = tuple[int, int, dict[_Group, int]]  # (group floor, base, extra)
@@ -158,7 +160,6 @@ class _Class:
         "context_set",
         "group_index",
         "groups",
-        "groups_by_values",
         "has_id",
         "last_counts",
         "latest",
@@ -181,8 +182,6 @@ class _Class:
         self.has_id = bool(sig.function_id)
         self.args = frozenset(sig.structure) | self.static_names
         self.groups: dict[tuple[_Feature, ...], _Group] = {}
-        # the same groups by the raw values that decide them (``_Prepared.values``)
-        self.groups_by_values: dict[Hashable, _Group] = {}
         self.recency: dict[_Group, None] = {}  # least recently extended first
         self.newest: _Group | None = None  # the last of ``recency``
         self.group_index: _Hamming[_Group] = _Hamming()
@@ -191,28 +190,28 @@ class _Class:
         # the group counts of the last query: (its values, same arguments, groups then, counts)
         self.last_counts: tuple[Hashable, bool, int, _GroupCounts] | None = None
 
-    def add(self, index: int, sig: Signature, new: _Prepared) -> None:
-        group = self.groups_by_values.get(new.values)
+    def group(self, sig: Signature) -> _Group:
+        """The group of a signature of this class (a new one if it is the first)."""
+        features = tuple([(feature, sig.static[name]) for name, feature in self.static_features]
+                         + [(feature, sig.context[name]) for name, feature in self.context_features]
+                         + ([(("f",), sig.function_id)] if self.has_id else [])
+                         + [(("p",), (sig.positional, sig.keywords))])
+        group = self.groups.get(features)
         if group is None:
-            features = tuple([(feature, sig.static[name]) for name, feature in self.static_features]
-                             + [(feature, sig.context[name])
-                                for name, feature in self.context_features]
-                             + ([(("f",), sig.function_id)] if self.has_id else [])
-                             + [(("p",), (sig.positional, sig.keywords))])
-            group = self.groups.get(features)
-            if group is None:
-                group = self.groups[features] = _Group(features)
-                self.group_index.add(group, features)
-            self.groups_by_values[new.values] = group
+            group = self.groups[features] = _Group(features)
+            self.group_index.add(group, features)
+        return group
+
+    def add(self, index: int, group: _Group, leaves: list[tuple[str, _LeafKey]]) -> None:
         group.members.append(index)
-        group.leaves.add(index, new.leaves)
+        group.leaves.add(index, leaves)
         group.latest = self.latest = index
         if group is not self.newest:
             self.recency.pop(group, None)
             self.recency[group] = None
             self.newest = group
         leaf_values = self.leaf_values
-        for path, key in new.leaves:
+        for path, key in leaves:
             leaf_values[path].add(key)
 
     def part(self, new_args: frozenset[str], set_context: tuple[str, ...],
@@ -317,8 +316,8 @@ class SignatureIndex:
         self.base_context = base_context
         self.signatures: list[Signature] = []
         self._classes: dict[tuple[Hashable, ...], _Class] = {}
-        # the same classes by the raw keys that decide them (dict order included)
-        self._classes_by_keys: dict[tuple[Hashable, ...], _Class] = {}
+        # the class and group of a signature by its ``_Prepared.shape``
+        self._places: dict[tuple[Hashable, ...], tuple[_Class, _Group]] = {}
         self._class_list: list[_Class] = []
         # class parts by the new signature's structures, static names and non-base context
         # names: a list aligned with ``_class_list``, extended as classes appear
@@ -335,18 +334,16 @@ class SignatureIndex:
             prepared = _Prepared(sig, self.base_context)
         index = len(self.signatures)
         self.signatures.append(sig)
-        keys = (prepared.parts_key[0], prepared.parts_key[1], tuple(sig.leaves),
-                prepared.values[1], bool(sig.function_id))
-        found = self._classes_by_keys.get(keys)
-        if found is None:
+        place = self._places.get(prepared.shape)
+        if place is None:
             key = (frozenset(sig.structure.items()), frozenset(sig.static),
                    frozenset(sig.leaves), frozenset(sig.context), bool(sig.function_id))
             found = self._classes.get(key)
             if found is None:
                 found = self._classes[key] = _Class(sig)
                 self._class_list.append(found)
-            self._classes_by_keys[keys] = found
-        found.add(index, sig, prepared)
+            place = self._places[prepared.shape] = (found, found.group(sig))
+        place[0].add(index, place[1], prepared.leaves)
 
     def _class_parts(self, new: _Prepared) -> list[tuple[int, bool, frozenset[str]]]:
         parts = self._parts.get(new.parts_key)
