@@ -10,6 +10,8 @@ Loading trusts nothing: a file above ``MAX_SESSION_BYTES`` (1 GiB) is refused be
 the text must be UTF-8 and standard JSON (no NaN), and every field is checked against the
 schema (``session.schema``), so that a wrong type becomes a ``SessionFileError`` naming the
 file and the field path (``events[3].signature.leaves['x'].shape``) rather than a traceback.
+Decoding a document into a ``Session`` belongs to ``session.decode``: a valid saved session is
+read by its fast reader, anything else by its reference reader, which names the field.
 
 The events log is JSON lines: a ``header`` record, then an ``event`` record every time an event
 changes (the last record of each ``id`` wins), then an ``end`` record. Each line is flushed as it
@@ -26,8 +28,6 @@ single-process session reads as it always did.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
 from dataclasses import fields as _dataclass_fields
 from dataclasses import is_dataclass
 from enum import Enum
@@ -37,20 +37,10 @@ from typing import Any
 from recompile_cli.errors import SessionFileError
 from recompile_cli.fileio import atomic_write_text
 from recompile_cli.session import schema as _schema
+from recompile_cli.session.decode import check_version, event_of, fast_session, session_from_dict
 from recompile_cli.session.events_log import EventLog  # kept importable from here
-from recompile_cli.session.model import (
-    SCHEMA_VERSION,
-    Change,
-    Environment,
-    Event,
-    Leaf,
-    ProcessRecord,
-    Session,
-    Signature,
-    StaleCapture,
-    TraceError,
-)
-from recompile_cli.session.schema import END_RECORD, EVENT_RECORD, HEADER, SESSION, Bad, path_name
+from recompile_cli.session.model import SCHEMA_VERSION, Session
+from recompile_cli.session.schema import END_RECORD, EVENT_RECORD, HEADER, Bad, path_name
 
 __all__ = ["MAX_SESSION_BYTES", "EventLog", "SessionFileError", "atomic_write_text",
            "load_session", "path_name", "save_session", "session_from_dict", "session_text",
@@ -181,7 +171,7 @@ def load_session(path: str | Path, max_bytes: int = MAX_SESSION_BYTES) -> Sessio
     start = _space_end(text)
     if text.startswith('{"type"', start) or (path.suffix == ".jsonl" and start == len(text)):
         return _session_from_log(text, str(path))
-    fast = _fast_session(text)
+    fast = fast_session(text)
     if fast is not None:
         return fast
     # Anything the fast path does not accept is read again field by field, for the exact error.
@@ -191,40 +181,6 @@ def load_session(path: str | Path, max_bytes: int = MAX_SESSION_BYTES) -> Sessio
         raise SessionFileError(f"{path} is not JSON ({_reason(exc)}). Pass a report saved with "
                                "--output FILE.json or --save FILE.json.") from None
     return session_from_dict(document, str(path))
-
-
-def session_from_dict(data: Any, source: str = "<session>") -> Session:
-    """The ``Session`` of a saved session or JSON report, validated field by field."""
-    if not isinstance(data, dict) or "events" not in data or "environment" not in data:
-        raise SessionFileError(f"{source} is not a recompile-cli report: it lacks 'events' and "
-                               "'environment'. Pass a report saved with --output FILE.json.")
-    _check_version(data.get("schema_version"), source)
-    try:
-        SESSION.check(data, ())
-        _check_sequence_numbers(data["events"])
-    except Bad as bad:
-        raise SessionFileError(bad.message_for(source)) from None
-    return _session(data, (_event(e) for e in data["events"]))
-
-
-def _check_version(version: Any, source: str) -> None:
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise SessionFileError(
-            f"{source} has schema_version {version!r}; this recompile-cli reads version "
-            f"{SCHEMA_VERSION}. Record it again with this version (recompile-cli profile/run "
-            "--save FILE.json), or read it with the recompile-cli version that wrote it.")
-
-
-def _check_sequence_numbers(events: list[dict[str, Any]]) -> None:
-    seen: dict[int, int] = {}
-    for i, event in enumerate(events):
-        seq = event["seq"]
-        if seq < 0:
-            raise Bad(("events", i, "seq"), f"must be a non-negative integer, got {seq}")
-        if seq in seen:
-            raise Bad(("events", i, "seq"), f"{seq} is also the seq of events[{seen[seq]}]; "
-                                             "each event has its own")
-        seen[seq] = i
 
 
 def _session_from_log(text: str, source: str) -> Session:
@@ -253,7 +209,7 @@ def _session_from_log(text: str, source: str) -> Session:
         raise SessionFileError(f"{source}, line {number}: the events log does not start with "
                                "its header record ({\"type\": \"header\", ...}). Pass a file "
                                "written by --events-log.")
-    _check_version(header.get("schema_version"), source)
+    check_version(header.get("schema_version"), source)
     events: dict[int, dict[str, Any]] = {}
     end = None
     try:
@@ -284,7 +240,7 @@ def _session_from_log(text: str, source: str) -> Session:
     data = {k: v for k, v in header.items() if k != "type"}
     data["events"] = ordered
     if end is None:
-        last = max((_event(e).end_seconds for e in ordered), default=0.0)
+        last = max((event_of(e).end_seconds for e in ordered), default=0.0)
         data.update(totals={"wall_seconds": last}, warnings=[
             ("the run did not finish (the events log has no end record): this report holds the "
              "events recorded up to the interruption")])
@@ -304,48 +260,6 @@ def _loads(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def _reason(exc: BaseException) -> str:
-    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-
-
-_DERIVED = {"kind", "cause", "causes"}  # fields the report adds; the analysis recomputes them
-
-
-def _event(raw: dict[str, Any]) -> Event:
-    fields = {k: v for k, v in raw.items() if k not in _DERIVED}
-    if fields.get("signature") is not None:
-        fields["signature"] = _signature(fields["signature"])
-    if fields.get("lowering_changes") is not None:
-        fields["lowering_changes"] = tuple(Change(**c) for c in fields["lowering_changes"])
-    if fields.get("error") is not None:
-        fields["error"] = TraceError(**fields["error"])
-    return Event(**fields)
-
-
-def _signature(raw: dict[str, Any]) -> Signature:
-    leaves = {path: Leaf(shape=tuple(leaf["shape"]), dtype=leaf["dtype"],
-                         weak_type=leaf.get("weak_type", False), sharding=leaf.get("sharding"))
-              for path, leaf in raw.get("leaves", {}).items()}
-    return Signature(leaves=leaves, static=dict(raw.get("static", {})),
-                     structure=dict(raw.get("structure", {})),
-                     positional=int(raw.get("positional", 0)),
-                     keywords=tuple(raw.get("keywords", ())),
-                     context=dict(raw.get("context", {})),
-                     function_id=int(raw.get("function_id", 0)),
-                     function_kind=raw.get("function_kind", "function"))
-
-
-
-
-# -- the fast path for valid saved sessions --------------------------------------------------------
-# A valid session of 100,000 events is read without holding its whole dictionary tree: the C
-# scanner decodes one event at a time, which is checked (scalar fields by exact type) and turned
-# into an ``Event`` at once. Identical leaves, dictionaries and texts are shared. Anything
-# unexpected returns None and the file is read again by the general path above, which names the
-# field and the reason exactly.
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
-
-
 def _space_end(text: str) -> int:
     """Where the leading white space of ``text`` ends (as ``str.lstrip`` counts it)."""
     at = 0
@@ -354,235 +268,5 @@ def _space_end(text: str) -> int:
     return at
 
 
-def _skip(text: str, at: int) -> int:
-    """Past the JSON white space at ``at``."""
-    found = _JSON_SPACE.match(text, at)
-    return found.end() if found else at
-_STR, _INT, _BOOL, _NUM, _NSTR, _NINT, _NNUM = range(7)
-_KINDS: dict[int, Any] = {
-    _STR: lambda v: type(v) is str,
-    _INT: lambda v: type(v) is int,
-    _BOOL: lambda v: type(v) is bool,
-    _NUM: lambda v: type(v) is float or type(v) is int,
-    _NSTR: lambda v: v is None or type(v) is str,
-    _NINT: lambda v: v is None or type(v) is int,
-    _NNUM: lambda v: v is None or type(v) is float or type(v) is int,
-}
-_EVENT_SCALARS = {
-    "seq": _INT, "function": _STR, "defined_at": _NSTR, "owner": _STR, "call_site": _NSTR,
-    "call_index": _NINT, "depth": _INT, "traced": _BOOL, "compiled": _BOOL,
-    "start_seconds": _NUM, "trace_seconds": _NUM, "lower_seconds": _NUM,
-    "compile_seconds": _NUM, "persistent_cache": _NSTR, "cache_saved_seconds": _NUM,
-    "call_of": _NSTR, "lower_start_seconds": _NNUM, "compile_start_seconds": _NNUM,
-    "process": _NINT,
-}
-_EVENT_REQUIRED = tuple(_schema.EVENT.required)
-_SHARED_TEXT = ("function", "defined_at", "owner", "call_site", "call_of", "persistent_cache")
-
-
-class _Reject(Exception):
-    """The fast path does not take this document; the general path reads it."""
-
-
-class _Builder:
-    """Events from raw event dictionaries, sharing what repeats."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, str] = {}
-        self.leaves: dict[tuple[Any, ...], Leaf] = {}
-        self.maps: dict[tuple[Any, ...], dict[str, str]] = {}
-        self.keywords: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self.seqs: set[int] = set()
-        self.checks = [(name, _KINDS[kind]) for name, kind in _EVENT_SCALARS.items()]
-
-    def event(self, raw: Any) -> Event:
-        if type(raw) is not dict:
-            raise _Reject
-        for name in _EVENT_REQUIRED:
-            if name not in raw:
-                raise _Reject
-        for name, ok in self.checks:
-            if name in raw and not ok(raw[name]):
-                raise _Reject
-        seq = raw["seq"]
-        if seq < 0 or seq in self.seqs:
-            raise _Reject
-        self.seqs.add(seq)
-        fields: dict[str, Any] = {}
-        texts = self.texts
-        for name, item in raw.items():
-            if name in _EVENT_SCALARS:
-                if name in _SHARED_TEXT and item is not None:
-                    item = texts.setdefault(item, item)
-                fields[name] = item
-            elif name == "signature":
-                fields[name] = None if item is None else self.signature(item)
-            elif name == "lowering_changes":
-                fields[name] = None if item is None else self.changes(item)
-            elif name == "error":
-                fields[name] = None if item is None else self.error(item)
-            elif name not in _DERIVED:
-                raise _Reject
-        return Event(**fields)
-
-    def text_map(self, raw: Any) -> dict[str, str]:
-        if type(raw) is not dict:
-            raise _Reject
-        key = tuple(raw.items())
-        found = self.maps.get(key)
-        if found is None:
-            for value in raw.values():
-                if type(value) is not str:
-                    raise _Reject
-            found = self.maps[key] = raw
-        return found
-
-    def signature(self, raw: Any) -> Signature:
-        if type(raw) is not dict:
-            raise _Reject
-        leaves: dict[str, Leaf] = {}
-        fields: dict[str, Any] = {"leaves": leaves}
-        for name, item in raw.items():
-            if name == "leaves":
-                if type(item) is not dict:
-                    raise _Reject
-                for path, leaf in item.items():
-                    leaves[self.texts.setdefault(path, path)] = self.leaf(leaf)
-            elif name in ("static", "structure", "context"):
-                fields[name] = self.text_map(item)
-            elif name in ("positional", "function_id"):
-                if type(item) is not int:
-                    raise _Reject
-                fields[name] = item
-            elif name == "keywords":
-                if type(item) is not list or any(type(k) is not str for k in item):
-                    raise _Reject
-                words = tuple(item)
-                fields[name] = self.keywords.setdefault(words, words)
-            elif name == "function_kind":
-                if type(item) is not str:
-                    raise _Reject
-                fields[name] = self.texts.setdefault(item, item)
-            else:
-                raise _Reject
-        return Signature(**fields)
-
-    def leaf(self, raw: Any) -> Leaf:
-        if type(raw) is not dict or "shape" not in raw or "dtype" not in raw or len(raw) > 4:
-            raise _Reject
-        shape = raw["shape"]
-        if type(shape) is not list:
-            raise _Reject
-        for d in shape:
-            if type(d) is not int:
-                raise _Reject
-        key = (tuple(shape), raw["dtype"], raw.get("weak_type", False), raw.get("sharding"))
-        if type(key[2]) is not bool or (len(raw) > 2 and not _LEAF_FIELDS.issuperset(raw)):
-            raise _Reject
-        found = self.leaves.get(key)
-        if found is None:
-            if type(key[1]) is not str or not (key[3] is None or type(key[3]) is str):
-                raise _Reject
-            found = self.leaves[key] = Leaf(*key)
-        return found
-
-    def changes(self, raw: Any) -> tuple[Change, ...]:
-        try:
-            _schema._ListOf(_CHANGE).check(raw, ())
-        except Bad:
-            raise _Reject from None
-        return tuple(Change(**c) for c in raw)
-
-    def error(self, raw: Any) -> TraceError:
-        try:
-            _TRACE_ERROR.check(raw, ())
-        except Bad:
-            raise _Reject from None
-        return TraceError(**raw)
-
-
-_LEAF_FIELDS = frozenset(("shape", "dtype", "weak_type", "sharding"))
-
-
-def _fast_session(text: str) -> Session | None:
-    """The session in ``text`` if it is a valid saved session or report, else None."""
-    try:
-        return _read_fast(text)
-    except (_Reject, ValueError, TypeError, KeyError, StopIteration, RecursionError):
-        return None
-
-
-def _read_fast(text: str) -> Session:
-    def refuse(token: str) -> Any:
-        raise ValueError(f"{token} is not standard JSON")
-
-    scan = json.JSONDecoder(parse_constant=refuse).scan_once  # type: ignore[attr-defined]
-    at = _skip(text, 0)
-    if text[at:at + 1] != "{":
-        raise _Reject
-    at = _skip(text, at + 1)
-    data: dict[str, Any] = {}
-    events: list[Event] = []
-    builder = _Builder()
-    while True:
-        if text[at:at + 1] != '"':
-            raise _Reject
-        key, at = scan(text, at)
-        at = _skip(text, at)
-        if text[at:at + 1] != ":" or key in data:
-            raise _Reject
-        at = _skip(text, at + 1)
-        if key == "events":
-            if text[at:at + 1] != "[":
-                raise _Reject
-            at = _skip(text, at + 1)
-            if text[at:at + 1] == "]":
-                at += 1
-            else:
-                while True:
-                    raw, at = scan(text, at)
-                    events.append(builder.event(raw))
-                    del raw
-                    at = _skip(text, at)
-                    mark = text[at:at + 1]
-                    at = _skip(text, at + 1)
-                    if mark == "]":
-                        break
-                    if mark != ",":
-                        raise _Reject
-            data[key] = []
-        else:
-            data[key], at = scan(text, at)
-        at = _skip(text, at)
-        mark = text[at:at + 1]
-        at = _skip(text, at + 1)
-        if mark == "}":
-            break
-        if mark != ",":
-            raise _Reject
-    if at != len(text) or "events" not in data or "environment" not in data:
-        raise _Reject
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise _Reject
-    try:
-        SESSION.check(data, ())  # every field but the events, which are checked above
-    except Bad:
-        raise _Reject from None
-    return _session(data, events)
-
-
-def _session(data: dict[str, Any], events: Iterable[Event]) -> Session:
-    """The ``Session`` of a checked session document and its converted events."""
-    return Session(
-        environment=Environment(**data["environment"]),
-        target=data.get("target", ""),
-        events=tuple(events),
-        wall_seconds=float(data.get("totals", {}).get("wall_seconds", 0.0)),
-        base_context=dict(data.get("base_context", {})),
-        calls=dict(data.get("calls", {})),
-        warnings=tuple(data.get("warnings", [])),
-        stale_captures=tuple(StaleCapture(**s) for s in data.get("stale_captures", [])),
-        target_exception=data.get("target_exception"),
-        processes=tuple(ProcessRecord(**p) for p in data.get("processes", [])),
-    )
+def _reason(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
