@@ -127,7 +127,7 @@ class _Group:
 class _Prepared:
     """What a search and an ``add`` need of one signature, computed once."""
 
-    __slots__ = ("leaves", "parts_key", "set_context", "shape", "sig", "values")
+    __slots__ = ("leaves", "parts_key", "paths", "set_context", "shape", "sig", "values")
 
     def __init__(self, sig: Signature, base_context: dict[str, str]) -> None:
         self.sig = sig
@@ -144,7 +144,8 @@ class _Prepared:
         self.parts_key = (structure, tuple(sig.static), self.set_context)
         self.values = (tuple(sig.static.items()), tuple(sig.context.items()) if sig.context
                        else (), sig.function_id, sig.positional, sig.keywords)
-        self.shape = (structure, self.values, tuple(leaves))
+        self.paths = tuple(leaves)
+        self.shape = (structure, self.values, self.paths)
 
 
 _GroupCounts = tuple[int, int, dict[_Group, int]]  # (group floor, base, extra)
@@ -165,6 +166,7 @@ class _Class:
         "latest",
         "leaf_values",
         "newest",
+        "path_order",
         "paths",
         "recency",
         "static_features",
@@ -176,6 +178,7 @@ class _Class:
         self.structure = dict(sig.structure)
         self.static_names = frozenset(sig.static)
         self.paths = frozenset(sig.leaves)
+        self.path_order = tuple(sig.leaves)  # the first signature's (a query's may be the same)
         self.context_set = frozenset(sig.context)
         self.static_features = tuple((name, ("s", name)) for name in sorted(sig.static))
         self.context_features = tuple((name, ("c", name)) for name in sorted(sig.context))
@@ -273,9 +276,13 @@ class _Class:
         differences, same_args, skipped = part
         group_floor, base, extra = self.group_counts(new, base_context, same_args)
         paths = self.paths
-        leaf_query = ([(path, key) for path, key in new.leaves if path in paths] if not skipped
-                      else [(path, key) for path, key in new.leaves
-                            if path in paths and top_name(path) not in skipped])
+        if skipped:
+            leaf_query = [(path, key) for path, key in new.leaves
+                          if path in paths and top_name(path) not in skipped]
+        elif new.paths == self.path_order:
+            leaf_query = new.leaves
+        else:
+            leaf_query = [(path, key) for path, key in new.leaves if path in paths]
         leaf_floor = -1
         if best is not None:
             leaf_floor = self.leaf_floor(leaf_query)
@@ -311,6 +318,7 @@ class SignatureIndex:
     the most recent) without diffing every one."""
 
     _CACHED_PARTS = 1 << 20  # at most this many cached class parts (then the cache restarts)
+    _CACHED_PLACES = 1 << 16  # at most this many shapes with their class and group (the same)
 
     def __init__(self, base_context: dict[str, str]) -> None:
         self.base_context = base_context
@@ -336,6 +344,8 @@ class SignatureIndex:
         self.signatures.append(sig)
         place = self._places.get(prepared.shape)
         if place is None:
+            if len(self._places) >= self._CACHED_PLACES:
+                self._places.clear()
             key = (frozenset(sig.structure.items()), frozenset(sig.static),
                    frozenset(sig.leaves), frozenset(sig.context), bool(sig.function_id))
             found = self._classes.get(key)
