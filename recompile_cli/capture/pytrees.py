@@ -51,6 +51,8 @@ def structure(value: Any) -> str:
     import jax
 
     treedef = jax.tree_util.tree_structure(value)
+    if getattr(treedef, "num_nodes", 0) == 1 == getattr(treedef, "num_leaves", 0):  # one leaf
+        return "*"
     text = str(treedef)
     if text.startswith("PyTreeDef(") and text.endswith(")"):
         text = text[len("PyTreeDef("):-1]
@@ -176,9 +178,11 @@ def user_leaf_names(fun: Any, names: list[str], params: Sequence[str],
 
 def _nnx_renames(param: str, value: Any) -> dict[str, str]:
     """``param.states[0][k]`` -> ``param.<path of leaf k>`` for a Flax NNX ``NodeStates``."""
+    if type(value).__name__ != "NodeStates":  # checked first: the common case, and cheap
+        return {}
     states = getattr(value, "states", None)
     graphdef = getattr(value, "_graphdef", None)
-    if type(value).__name__ != "NodeStates" or not _is_graphdef(graphdef):
+    if not _is_graphdef(graphdef):
         return {}
     if not isinstance(states, tuple) or len(states) != 1:
         return {}
@@ -189,12 +193,13 @@ def _nnx_renames(param: str, value: Any) -> dict[str, str]:
 def _equinox_renames(fun: Any, args: tuple[Any, ...]) -> dict[str, str]:
     """Leaf names of ``equinox.filter_jit``'s ``fun_wrapped(dynamic_donate, dynamic_nodonate,
     static)`` (equinox 0.11-0.13) mapped back to the user's parameters."""
+    code = getattr(fun, "__code__", None)
+    if code is None or code.co_name != "fun_wrapped":
+        return {}
+    if not (getattr(fun, "__module__", "") or "").startswith("equinox"):
+        return {}
     import jax
 
-    code = getattr(fun, "__code__", None)
-    module = getattr(fun, "__module__", "") or ""
-    if code is None or code.co_name != "fun_wrapped" or not module.startswith("equinox"):
-        return {}
     if len(args) != 3 or not (isinstance(args[2], tuple) and len(args[2]) == 3):
         return {}
     static_fun, static_first, static_rest = args[2]

@@ -193,8 +193,12 @@ def name_and_location(dbg: Any, fallback: str) -> tuple[str, str | None]:
     The name itself may contain " at " (``functools.partial`` reprs, a ``__name__`` set by hand),
     so the split is on the last one, and only a ``path:line`` tail counts as a location.
     """
-    src = getattr(dbg, "func_src_info", None) or ""
-    func_name = getattr(dbg, "func_name", None)
+    return _split_location(getattr(dbg, "func_src_info", None) or "",
+                           getattr(dbg, "func_name", None), fallback)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_location(src: str, func_name: str | None, fallback: str) -> tuple[str, str | None]:
     name, sep, where = src.rpartition(" at ")
     if sep and _LOCATION.fullmatch(where):
         return name or func_name or fallback, where
@@ -209,9 +213,22 @@ def arg_names(dbg: Any, count: int) -> list[str]:
     return [f"args[{i}]" for i in range(count)]
 
 
-def param_names(ji: Any, count: int) -> list[str]:
-    """Parameter names for positional arguments, from the signature JAX already inspected."""
-    return pytrees.positional_names(getattr(ji, "fun_signature", None), count)
+def param_names(ji: Any, count: int) -> tuple[str, ...]:
+    """Parameter names for positional arguments, from the signature JAX already inspected
+    (remembered per signature object: hashing an ``inspect.Signature`` costs more than this)."""
+    sig = getattr(ji, "fun_signature", None)
+    key = (id(sig), count)
+    known = _PARAM_NAMES.get(key)
+    if known is not None and known[0] is sig:
+        return known[1]
+    names = tuple(pytrees.positional_names(sig, count))
+    if len(_PARAM_NAMES) >= 1024:
+        _PARAM_NAMES.clear()
+    _PARAM_NAMES[key] = (sig, names)  # holds ``sig``, so its id is not reused meanwhile
+    return names
+
+
+_PARAM_NAMES: dict[tuple[int, int], tuple[Any, tuple[str, ...]]] = {}
 
 
 # -- functions -----------------------------------------------------------------------------------
