@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -105,8 +106,9 @@ def interleaved(conditions: dict[str, Sequence[str]], reps: int,
 
 def printed_seconds(outputs: list[str], label: str) -> list[float]:
     """The ``<label> <seconds>`` figure a benchmark script printed, one per run."""
-    return [float(line.split()[1]) for text in outputs for line in text.splitlines()
-            if line.startswith(label + " ")]
+    pattern = re.compile(rf"{re.escape(label)} (\d+(?:\.\d+)?)")
+    return [float(found.group(1)) for text in outputs for line in text.splitlines()
+            if (found := pattern.fullmatch(line.strip()))]
 
 
 def ratios(times: dict[str, list[float]], over: str, base: str) -> list[float]:
