@@ -106,3 +106,19 @@ def test_events_frame_has_one_row_per_event(large):
     frame = events_frame(large)
     assert len(frame) == len(large.session.events)
     assert frame["cause"].tolist() == [large.primary(e).code for e in large.session.events]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "saved"])
+def test_json_report_events_are_the_saved_session_events_plus_their_analysis(large, source):
+    """The JSON report writes each event through a quick row of its own; it must say exactly
+    what ``session_to_dict`` (what ``--save`` writes) says, plus kind, cause and causes."""
+    from recompile_cli.session.files import load_session, session_to_dict
+
+    report = large if source == "synthetic" else analyse(
+        load_session(Path(__file__).parent / "data" / "session.json"))
+    written = json.loads(render(report, "json"))["events"]
+    saved = json.loads(json.dumps(session_to_dict(report.session)["events"]))
+    assert len(written) == len(saved) == len(report.session.events) > 0
+    for line, event in zip(written, saved, strict=True):
+        assert {k: v for k, v in line.items() if k not in ("kind", "cause", "causes")} == event
+        assert line["cause"] == line["causes"][0]
