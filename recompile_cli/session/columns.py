@@ -5,9 +5,11 @@ objects of a batch that share a layout (the same field names in the same order: 
 a saved session) are transposed into one column per field; then each column is checked against
 the schema in one pass in C (``set(map(type, column))``, with the exact types of
 ``schema.value_types``), shared through a dictionary in one pass (``map(memo.setdefault, ...)``)
-and built with one call per object (``map(Event, *columns)``). The nested records (signatures,
-their leaves, lowering changes, errors) are gathered from every event of the batch and built the
-same way. So no Python code runs per event but the model's own ``__init__``.
+and built a column at a time: a slotted model class without ``__post_init__`` has each slot
+filled through its descriptor for the whole column, any other class gets one constructor call
+per object (``map(cls, *columns)``). The nested records (signatures, their leaves, lowering
+changes, errors) are gathered from every event of the batch and built the same way. So no Python
+code of ours runs per event.
 
 Anything that the schema would refuse raises ``Reject``; the caller then reads the document with
 the reference reader (``decode.session_from_dict``), which names the field. What repeats is
