@@ -14,17 +14,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from recompile_cli.analysis.causes import FIRST_COMPILE
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render import json_text
-from recompile_cli.session.model import Event, Owner
+from recompile_cli.session.codec import document
+from recompile_cli.session.model import CauseCode, Event, Owner
 
 _PID = 1
 _US = 1e6
 
 
 def render(report: Report, show_all: bool = False) -> str:
-    return json_text.document(trace_events(report), long=("traceEvents",))
+    return document(trace_events(report), long=("traceEvents",))
 
 
 def trace_events(report: Report) -> dict[str, Any]:
@@ -48,7 +47,7 @@ def trace_events(report: Report) -> dict[str, Any]:
             timed.append({"ph": "X", "pid": _PID, "tid": tid, "name": f"{name} {e.function}",
                           "cat": name, "ts": _us(start), "dur": _us(seconds), "args": args})
         cause = report.primary(e)
-        if e.depth == 0 and (cause.code != FIRST_COMPILE or e.error is not None):
+        if e.depth == 0 and (cause.code != CauseCode.FIRST_COMPILE or e.error is not None):
             timed.append({"ph": "i", "s": "t", "pid": _PID, "tid": tid,
                           "name": f"{cause.code}: {e.function}", "cat": "recompile",
                           "ts": _us(e.start_seconds), "args": args})

@@ -14,9 +14,9 @@ from tabulate import tabulate
 
 from recompile_cli.analysis.divergence import Comparison, Divergence, FunctionRow
 from recompile_cli.analysis.merge import Merged, processes
-from recompile_cli.capture.frames import relative
-from recompile_cli.fileio import jsonable, strict_json
 from recompile_cli.render import escape
+from recompile_cli.session import codec
+from recompile_cli.session.locations import display as location
 from recompile_cli.session.model import Owner
 
 FORMATS = ("table", "markdown", "json")
@@ -26,7 +26,7 @@ MERGE_KIND = "recompile-cli-merge"
 def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
     """The merge report in ``fmt`` (one of ``FORMATS``)."""
     if fmt == "json":
-        return strict_json(to_dict(merged, comparison)) + "\n"
+        return codec.indented(to_dict(merged, comparison))
     markdown = fmt == "markdown"
     show: Callable[[Any], str] = escape.markdown if markdown else escape.terminal
     heading = "### {}" if markdown else "{}"
@@ -108,11 +108,6 @@ def _divergence(d: Divergence, show: Callable[[Any], str], markdown: bool) -> li
     return lines
 
 
-def location(where: str | None) -> str:
-    """``file:line`` relative to the current folder; ``""`` when unknown."""
-    return relative(where) or ""
-
-
 def _grouped(values: dict[str, list[int]], show: Callable[[Any], str]) -> str:
     return "; ".join(f"{show(value)} on {processes(where)}" for value, where in values.items())
 
@@ -125,7 +120,7 @@ def _ordinal(n: int) -> str:
 def to_dict(merged: Merged, comparison: Comparison) -> dict[str, Any]:
     """The merge report as JSON-ready data."""
     env = merged.session.environment
-    data: dict[str, Any] = jsonable({
+    data: dict[str, Any] = codec.plain({
         "kind": MERGE_KIND,
         "schema_version": merged.session.schema_version,
         "target": merged.session.target,

@@ -1,7 +1,7 @@
 """The events log writer (``--events-log x.jsonl``): the session streamed as JSON lines.
 
-A ``header`` record, then an ``event`` record every time an event changes (the last record of
-each ``id`` wins), then an ``end`` record. Each line is flushed as it is written, so a run killed
+The records are ``session.codec``'s ``LogHeader``, ``LogEvent`` (every time an event changes)
+and ``LogEnd``. Each line is flushed as it is written, so a run killed
 by a signal or the OOM killer leaves every event up to that moment; ``session.files`` reads it
 back. Writing never raises: a path that cannot be opened or a full disk stops the log, and
 ``problem`` says why once, while the recording goes on.
@@ -9,11 +9,10 @@ back. Writing never raises: a path that cannot be opened or a full disk stops th
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from recompile_cli.fileio import strict_json
+from recompile_cli.session import codec
 from recompile_cli.session.model import SCHEMA_VERSION, Environment, Event, Session
 
 
@@ -23,28 +22,25 @@ class EventLog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.problem: str | None = None  # why the log stopped, if it did
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)  # like --save and --output
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._file = open(self.path, "wb")  # noqa: SIM115 - kept open
         except OSError as exc:
             self._stop(exc)
 
     def header(self, environment: Environment, target: str, base_context: dict[str, str]
                ) -> None:
-        self._write({"type": "header", "schema_version": SCHEMA_VERSION,
-                     "environment": asdict(environment), "target": target,
-                     "base_context": base_context})
+        self._write(codec.LogHeader(SCHEMA_VERSION, environment, target, base_context))
 
     def event(self, event: Event) -> None:
-        self._write({"type": "event", "id": event.seq, "event": asdict(event)})
+        self._write(codec.LogEvent(event.seq, event))
 
     def end(self, session: Session) -> None:
-        self._write({"type": "end", "wall_seconds": session.wall_seconds,
-                     "calls": session.calls, "warnings": list(session.warnings),
-                     "stale_captures": [asdict(s) for s in session.stale_captures],
-                     "target_exception": session.target_exception,
-                     "environment": asdict(session.environment)})
+        self._write(codec.LogEnd(
+            wall_seconds=session.wall_seconds, calls=session.calls, warnings=session.warnings,
+            stale_captures=session.stale_captures, target_exception=session.target_exception,
+            environment=session.environment))
         self.close()
 
     def close(self) -> None:
@@ -55,11 +51,11 @@ class EventLog:
                 self._stop(exc)
             self._file = None
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: codec.LogRecord) -> None:
         if self._file is None:
             return
         try:
-            self._file.write(strict_json(record, indent=None) + "\n")
+            self._file.write(codec.encode(record) + b"\n")
             self._file.flush()
         except (OSError, ValueError) as exc:
             self._stop(exc)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from recompile_cli.session.locations import is_location
+
 SCHEMA_VERSION = 1
 
 
@@ -35,6 +37,31 @@ class EventKind(StrEnum):
     COMPILED_WITHOUT_RETRACE = "compiled_without_retrace"
     TRACE_FAILED = "trace_failed"
     NESTED_TRACE = "nested_trace"
+
+
+class FunctionKind(StrEnum):
+    """What kind of callable a jitted function was, to name the pattern behind a new object."""
+
+    FUNCTION = "function"
+    LAMBDA = "lambda"
+    PARTIAL = "partial"
+    BOUND_METHOD = "bound_method"
+    CLOSURE = "closure"  # a function defined inside another function
+
+
+class CacheOutcome(StrEnum):
+    """What JAX's persistent compilation cache did for one compile."""
+
+    HIT = "hit"
+    MISS_WRITTEN = "miss_written"
+    MISS_NOT_WRITTEN = "miss_not_written"  # compiled faster than JAX's minimum for writing
+
+
+class CaptureScope(StrEnum):
+    """Where a variable read by traced code lives."""
+
+    GLOBAL = "global"
+    CLOSURE = "closure"
 
 
 class CauseCode(StrEnum):
@@ -70,15 +97,9 @@ class FunctionKey:
     @classmethod
     def parse(cls, text: str) -> FunctionKey:
         name, sep, where = text.rpartition("@")
-        if sep and name and _is_location(where):
+        if sep and name and is_location(where):
             return cls(name, where)
         return cls(text)
-
-
-def _is_location(text: str) -> bool:
-    """``path:line``: a file path and a line number."""
-    head, sep, tail = text.rpartition(":")
-    return bool(sep and head and tail.isdigit())
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +150,7 @@ class Signature:
     keywords: tuple[str, ...] = ()
     context: dict[str, str] = field(default_factory=dict)
     function_id: int = 0
-    function_kind: str = "function"
+    function_kind: FunctionKind = FunctionKind.FUNCTION
 
     def describe(self) -> dict[str, str]:
         """Argument path -> short description, statics included, for reports."""
@@ -175,7 +196,7 @@ class Event:
     seq: int
     function: str
     defined_at: str | None
-    owner: str  # an Owner value
+    owner: Owner
     call_site: str | None
     call_index: int | None  # which call of ``call_of`` (0-based) was running, where known
     depth: int
@@ -188,7 +209,7 @@ class Event:
     signature: Signature | None = None
     lowering_changes: tuple[Change, ...] | None = None
     error: TraceError | None = None
-    persistent_cache: str | None = None
+    persistent_cache: CacheOutcome | None = None
     cache_saved_seconds: float = 0.0
     call_of: str | None = None  # function key of the profiled target / counted function
     lower_start_seconds: float | None = None  # when lowering began (seconds since the start)
@@ -217,7 +238,7 @@ class StaleCapture:
     function: str
     defined_at: str | None
     variable: str
-    scope: str  # "global" | "closure"
+    scope: CaptureScope
     traced_value: str
     current_value: str
 
@@ -231,7 +252,7 @@ class Environment:
     jax_version: str
     python_version: str
     backend: str
-    hook_mode: str  # a HookMode value
+    hook_mode: HookMode
     compilation_cache_dir: str | None = None
     process_index: int | None = None
     process_count: int | None = None

@@ -1,5 +1,6 @@
-"""The session file format: save without analysing, the JSON report built on it, strict JSON,
-atomic writes, and loading that checks every field of sessions and events logs."""
+"""The session file format (``session.codec``): save without analysing, the JSON report built
+on it, strict JSON, atomic writes, loading that checks every field of sessions and events logs,
+and files written by the 0.1.0 release that still load unchanged."""
 
 from __future__ import annotations
 
@@ -7,33 +8,22 @@ import copy
 import dataclasses
 import json
 import math
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from recompile_cli.analysis.report import analyse
 from recompile_cli.errors import SessionFileError
-from recompile_cli.fileio import strict_json
 from recompile_cli.render import json_report
 from recompile_cli.session import files
-from recompile_cli.session.files import (
-    load_session,
-    save_session,
-    session_from_dict,
-    session_to_dict,
-)
-from recompile_cli.session.model import (
-    Change,
-    Environment,
-    Event,
-    Leaf,
-    Session,
-    Signature,
-    StaleCapture,
-    TraceError,
-)
+from recompile_cli.session.files import load_session, save_session, session_to_dict
+from recompile_cli.session.model import CauseCode, Environment, Event, HookMode, Owner, Session
 
-SESSION = Path(__file__).parent / "data" / "session.json"
+DATA = Path(__file__).resolve().parent.parent / "data"
+SESSION = DATA / "session.json"
+RELEASE = DATA / "release_0_1_0"  # written by recompile-cli 0.1.0 (run train_loop.py)
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +51,36 @@ def test_save_and_load_round_trip(tmp_path, session):
     assert load_session(path) == session
 
 
+@pytest.mark.parametrize("name", ["saved_session.json", "report.json", "events_log.jsonl"])
+def test_files_of_the_0_1_0_release_load_unchanged(name):
+    """Saved by the 0.1.0 release: the --save session, the JSON report and the events log of
+    one run load as the same session, and its analysis reads as that release reported it."""
+    session = load_session(RELEASE / name)
+    assert session == load_session(RELEASE / "saved_session.json")
+    assert len(session.events) == 54 and session.target == (
+        "sample_programs/train_loop.py --epochs 1")
+    assert session.environment.hook_mode is HookMode.PRIVATE
+    assert session.environment.process_index is None and session.processes == ()
+    assert {e.owner for e in session.events} == {Owner.USER, Owner.JAX}
+    step = [e for e in session.events if e.function == "train_step"]
+    assert [(e.traced, e.compiled) for e in step] == [(True, True), (True, True)]
+    assert step[1].signature is not None
+    assert step[1].signature.leaves["batch['x']"].short == "f32[4,8]"
+    report = analyse(session)
+    assert (report.totals.traces, report.totals.compiles) == (54, 16)
+    assert [(c.code, c.argument, c.before, c.after) for c in report.causes[step[1].seq]] == [
+        (CauseCode.SHAPE, "batch['x']", "f32[32,8]", "f32[4,8]"),
+        (CauseCode.SHAPE, "batch['y']", "f32[32,1]", "f32[4,1]")]
+    old = json.loads((RELEASE / "report.json").read_text())
+    new = json_report.to_dict(report)
+    assert list(new) == list(old)  # the report's fields, in the same order
+    assert new["totals"] == old["totals"] and new["cause_table"] == old["cause_table"]
+    for before, after in zip(old["events"], new["events"], strict=True):
+        assert before.items() <= after.items()  # every field as it was (new ones may follow)
+
+
 def test_json_report_is_the_session_plus_the_analysis(session, report_data):
-    saved = json.loads(strict_json(session_to_dict(session)))
+    saved = session_to_dict(session)
     report = json_report.to_dict(analyse(session))
     assert list(report) == list(report_data)  # same keys, same order as before
     for key, value in saved.items():
@@ -74,7 +92,9 @@ def test_json_report_is_the_session_plus_the_analysis(session, report_data):
             assert report["totals"]["wall_seconds"] == value["wall_seconds"]
         else:
             assert report[key] == value
-    assert report == report_data
+    assert list(report) == list(report_data)
+    for key in ("totals", "functions", "cause_table", "suggestions"):
+        assert report[key] == report_data[key], key
 
 
 def _with_nan(session: Session) -> Session:
@@ -94,10 +114,9 @@ def test_nan_and_infinity_are_written_as_null(tmp_path, session):
     assert data["totals"]["wall_seconds"] is None
     assert data["events"][0]["trace_seconds"] is None
     report = analyse(broken)
-    functions = report.functions.copy()
-    functions.loc[0, "lower_seconds"] = math.nan  # NaN in pandas rows
-    causes = report.cause_table.copy()
-    causes["seconds"] = math.inf
+    functions = (dataclasses.replace(report.functions[0], lower_seconds=math.nan),
+                 *report.functions[1:])
+    causes = tuple(dataclasses.replace(row, seconds=math.inf) for row in report.cause_table)
     report = dataclasses.replace(report, functions=functions, cause_table=causes)
     rendered = json_report.render(report)
     assert "NaN" not in rendered and "Infinity" not in rendered
@@ -123,20 +142,6 @@ def test_save_to_an_unwritable_path(tmp_path, session):
     assert [p.name for p in tmp_path.iterdir()] == ["dir.json"]
 
 
-def test_every_model_field_is_in_the_schema():
-    """A field added to the model without adding it to the loader's schema fails here."""
-    for cls, schema in [(Event, files._EVENT), (Signature, files._SIGNATURE),
-                        (Leaf, files._LEAF), (Change, files._CHANGE),
-                        (TraceError, files._TRACE_ERROR), (Environment, files._ENVIRONMENT),
-                        (StaleCapture, files._STALE)]:
-        names = {f.name for f in dataclasses.fields(cls)}
-        assert names <= set(schema.required) | set(schema.optional), cls
-        required = {f.name for f in dataclasses.fields(cls)
-                    if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING}
-        assert required == set(schema.required), cls
-
-
 # -- bad sessions -------------------------------------------------------------------------------
 def _set(data: dict, path: tuple, value) -> dict:
     data = copy.deepcopy(data)
@@ -154,26 +159,40 @@ _DELETE = object()
 
 
 @pytest.mark.parametrize("path, value, field, words", [
-    (("events", 3, "seq"), "x", "events[3].seq", "must be an integer, got a string ('x')"),
+    (("events", 3, "seq"), "x", "events[3].seq", "expected `int`, got `str`"),
+    (("events", 3, "seq"), 3.0, "events[3].seq", "expected `int`, got `float`"),
+    (("events", 3, "seq"), True, "events[3].seq", "expected `int`, got `bool`"),
     (("events", 3, "signature", "leaves", "key", "shape"), ["a"],
-     "events[3].signature.leaves['key'].shape[0]", "must be an integer"),
+     "events[3].signature.leaves[...].shape[0]", "expected `int`, got `str`"),
+    (("events", 3, "signature", "leaves", "key", "shape"), [True],
+     "events[3].signature.leaves[...].shape[0]", "expected `int`, got `bool`"),
     (("events", 3, "signature", "leaves", "key", "shape"), "3",
-     "events[3].signature.leaves['key'].shape", "must be a list of an integer"),
-    (("events",), {}, "events", "must be a list of an event, got an object"),
-    (("events", 2), [], "events[2]", "must be an event"),
-    (("events", 1, "traced"), "true", "events[1].traced", "true or false"),
-    (("events", 1, "start_seconds"), None, "events[1].start_seconds", "must be a number"),
-    (("events", 1, "call_index"), 1.5, "events[1].call_index", "an integer or null"),
-    (("events", 1, "function"), _DELETE, "events[1]", "the field 'function' is missing"),
-    (("events", 1, "colour"), "red", "events[1].colour", "unknown field 'colour'"),
+     "events[3].signature.leaves[...].shape", "expected `array`, got `str`"),
+    (("events", 3, "signature", "leaves", "key", "weak_type"), 0,
+     "events[3].signature.leaves[...].weak_type", "expected `bool`, got `int`"),
+    (("events", 3, "signature", "static"), {"n": 3},
+     "events[3].signature.static[...]", "expected `str`, got `int`"),
+    (("events", 3, "signature", "function_kind"), "generator",
+     "events[3].signature.function_kind", "invalid enum value 'generator'"),
+    (("events",), {}, "events", "expected `array`, got `object`"),
+    (("events", 2), [], "events[2]", "expected `object`, got `array`"),
+    (("events", 1, "traced"), "true", "events[1].traced", "expected `bool`, got `str`"),
+    (("events", 1, "traced"), 1, "events[1].traced", "expected `bool`, got `int`"),
+    (("events", 1, "start_seconds"), None, "events[1].start_seconds",
+     "expected `float`, got `null`"),
+    (("events", 1, "call_index"), 1.5, "events[1].call_index",
+     "expected `int | null`, got `float`"),
+    (("events", 1, "owner"), "someone", "events[1].owner", "invalid enum value 'someone'"),
+    (("events", 1, "function"), _DELETE, "events[1]", "object missing required field `function`"),
     (("events", 1, "seq"), 0, "events[1].seq", "also the seq of events[0]"),
     (("events", 1, "seq"), -4, "events[1].seq", "non-negative"),
-    (("environment",), "cpu", "environment", "must be the environment"),
-    (("environment", "backend"), 3, "environment.backend", "must be a string"),
-    (("calls",), {"f": "many"}, "calls['f']", "must be an integer"),
-    (("warnings",), "oops", "warnings", "must be a list of a string"),
-    (("totals", "wall_seconds"), "1", "totals.wall_seconds", "must be a number"),
-    (("stale_captures",), [{"function": "f"}], "stale_captures[0]", "missing"),
+    (("environment",), "cpu", "environment", "expected `object`, got `str`"),
+    (("environment", "backend"), 3, "environment.backend", "expected `str`, got `int`"),
+    (("environment", "hook_mode"), "loud", "environment.hook_mode", "invalid enum value"),
+    (("calls",), {"f": "many"}, "calls[...]", "expected `int`, got `str`"),
+    (("warnings",), "oops", "warnings", "expected `array`, got `str`"),
+    (("totals", "wall_seconds"), "1", "totals.wall_seconds", "expected `float`, got `str`"),
+    (("stale_captures",), [{"function": "f"}], "stale_captures[0]", "missing required field"),
 ])
 def test_wrong_field_types_name_the_field(tmp_path, report_data, path, value, field, words):
     bad = tmp_path / "bad.json"
@@ -185,16 +204,28 @@ def test_wrong_field_types_name_the_field(tmp_path, report_data, path, value, fi
     assert "record the session again" in message
 
 
+def test_unknown_fields_are_ignored(tmp_path, report_data, session):
+    """A field this release does not know (one a later release adds) does not stop a load."""
+    path = tmp_path / "newer.json"
+    data = _set(_set(report_data, ("events", 1, "colour"), "red"), ("flavour",), {"x": 1})
+    path.write_text(json.dumps(data))
+    assert load_session(path) == session
+
+
 def test_wrong_schema_version_keeps_its_message(report_data):
     with pytest.raises(SessionFileError, match=r"has schema_version 99; this recompile-cli reads "
                                                r"version 1\. Record it again"):
-        session_from_dict({**report_data, "schema_version": 99}, "old.json")
+        files.codec.decode_session(json.dumps({**report_data, "schema_version": 99}).encode(),
+                                   "old.json")
 
 
 @pytest.mark.parametrize("content, words", [
     (b'{"events": [], "environment": \xff}', "line 1: not UTF-8 text (byte 0xff"),
-    (b'{"schema_version": 1, "environment": {}, "events": [NaN]}', "is not JSON (NaN"),
-    (b"[" * 100000 + b"]" * 100000, "is not JSON"),
+    (b'{"schema_version": 1, "environment": {},\n "events": [NaN]}',
+     "is not JSON (JSON is malformed: invalid character on line 2)"),
+    (b'{"events": [], "environment": {}} x', "is not JSON (JSON is malformed: trailing"),
+    (b"[" * 100000 + b"]" * 100000, "is not a recompile-cli report"),
+    (b'{"events": ' + b"[" * 100000 + b"]" * 100000 + b"}", "is not JSON (nested too deeply)"),
     (b"[]", "is not a recompile-cli report"),
     (b"", "is not JSON"),
 ])
@@ -260,18 +291,58 @@ def test_events_log_cut_short_keeps_what_was_whole(tmp_path, session):
     (lambda lines: [lines[0].replace('"schema_version": 1', '"schema_version": 7'), *lines[1:]],
      "has schema_version 7"),
     (lambda lines: [lines[0].replace('"target": ', '"target": 5, "x": '), *lines[1:]],
-     "line 1, field target: must be a string"),
+     "line 1, field target: expected `str`, got `int`"),
     (lambda lines: [*lines[:2], '{"type": "oops"}', *lines[2:]],
      "line 3: not an event or end record (type 'oops')"),
     (lambda lines: [*lines[:2], "[1, 2]", *lines[2:]], "line 3: not an event or end record"),
     (lambda lines: [*lines[:4], lines[4].replace('"seq": 3', '"seq": "3"'), *lines[5:]],
-     "line 5, field event.seq: must be an integer"),
+     "line 5, field event.seq: expected `int`, got `str`"),
     (lambda lines: [*lines[:4], lines[4].replace('"id": 3', '"id": [3]'), *lines[5:]],
-     "line 5, field id: must be an integer"),
+     "line 5, field id: expected `int`, got `array`"),
     (lambda lines: [*lines[:-1], '{"type": "end", "wall_seconds": 1}'],
-     "line 56: the field 'calls' is missing from the end record"),
+     "line 56: object missing required field `calls`"),
 ])
 def test_damaged_events_logs(tmp_path, session, change, words):
     with pytest.raises(SessionFileError) as info:
         _load_log(tmp_path, change(_log_lines(session)))
     assert "events.jsonl" in str(info.value) and words in str(info.value), str(info.value)
+
+
+def test_a_problem_in_a_late_event_of_a_long_session_is_named(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import synthetic
+
+    data = session_to_dict(synthetic.build(1_000, functions=5))
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data, indent=1))
+    assert load_session(path) == synthetic.build(1_000, functions=5)
+    data["events"][876]["signature"]["leaves"]["y"]["shape"] = [8.0]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionFileError, match=re.escape(
+            "field events[876].signature.leaves[...].shape[0]: expected `int`, got `float`")):
+        load_session(path)
+    data["events"][876]["signature"]["leaves"]["y"]["shape"] = [8]
+    data["events"][950]["seq"] = 3
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionFileError, match=r"events\[950\]\.seq: 3 is also the seq"):
+        load_session(path)
+
+
+def test_process_fields_are_written_only_when_set(tmp_path, session):
+    """A single-process session leaves out the process fields (as 0.1.0 wrote it); a process of
+    a distributed job, or a merged session, writes them and reads them back."""
+    assert [f.name for f in dataclasses.fields(Event)][-1] == "process"
+    assert [f.name for f in dataclasses.fields(Environment)][-3:] == [
+        "process_index", "process_count", "host"]
+    text = files.session_text(session)
+    assert '"process' not in text and '"host"' not in text
+    distributed = dataclasses.replace(
+        session, events=tuple(dataclasses.replace(e, process=1) for e in session.events),
+        environment=dataclasses.replace(session.environment, process_index=1,
+                                        process_count=2, host="node-1"))
+    path = tmp_path / "p1.json"
+    save_session(distributed, path)
+    data = json.loads(path.read_text())
+    assert data["environment"]["host"] == "node-1"
+    assert {e["process"] for e in data["events"]} == {1}
+    assert load_session(path) == distributed

@@ -1,0 +1,278 @@
+"""The session file format, owned here: one msgspec encoder and typed decoding into the model.
+
+The documents are made of the model's own types (``session.model``), which msgspec encodes and
+decodes directly:
+
+* the saved session (``--save``) and the JSON report (``--output x.json``, the saved session
+  plus the analysis): one JSON object, one top-level field per line and one event per line, so
+  that the text stays diffable and greppable;
+* the events log (``--events-log x.jsonl``): JSON lines, a ``header`` record, ``event`` records
+  (the last record of each ``id`` wins) and an ``end`` record (``LogRecord``).
+
+Decoding trusts nothing: a wrong type, a missing field or an unknown enum value is refused with
+the path of the field (``events[3].signature.leaves[...].shape[0]``: msgspec does not name map
+keys). Unknown fields are ignored, so that the analysis fields of a JSON report and the fields
+a later release adds do not stop a file from loading. NaN and infinities are written as
+``null``, never as the non-standard tokens, and are refused on reading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import msgspec
+
+from recompile_cli.errors import SessionFileError
+from recompile_cli.session.model import (
+    SCHEMA_VERSION,
+    Environment,
+    Event,
+    ProcessRecord,
+    Session,
+    StaleCapture,
+)
+
+
+def _fallback(value: Any) -> Any:
+    """What JSON has no type for: a numpy scalar becomes its Python number, anything else its
+    text (a value from the user's program must never stop a report from being written)."""
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        try:
+            return item()
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_fallback)
+encode = _ENCODER.encode  # one value as compact JSON bytes; NaN and infinities as null
+
+
+def text(value: Any) -> str:
+    """One value as compact JSON text, on one line."""
+    return _ENCODER.encode(value).decode()
+
+
+# The process fields are last in ``Event`` and ``Environment``; a single-process session leaves
+# them out, as release 0.1.0 wrote it (their absence says "one process").
+_UNSET_PROCESS = b',"process":null}'
+_UNSET_HOST = b',"process_index":null,"process_count":null,"host":null}'
+
+
+def _trimmed(data: bytes, unset: bytes) -> bytes:
+    return data[:-len(unset)] + b"}" if data.endswith(unset) else data
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as compact JSON, without ``process`` when it is not set."""
+    return _trimmed(_ENCODER.encode(event), _UNSET_PROCESS)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the JSON data it is written as: dicts, lists, texts, numbers (NaN as None)."""
+    return msgspec.json.decode(_ENCODER.encode(value))
+
+
+def indented(value: Any) -> str:
+    """``value`` as JSON text indented by two spaces, ending with a newline."""
+    return msgspec.json.format(_ENCODER.encode(value), indent=2).decode() + "\n"
+
+
+def document(fields: Mapping[str, Any], long: Collection[str] = ()) -> str:
+    """``fields`` as a JSON object, one field per line; the lists named in ``long`` get one
+    item per line (an item that is ``msgspec.Raw`` is JSON already). Ends with a newline."""
+    lines = []
+    for name, value in fields.items():
+        key = _ENCODER.encode(name)
+        if name in long and value:
+            items = b",\n    ".join(_ENCODER.encode(item) for item in value)
+            lines.append(b"  " + key + b": [\n    " + items + b"\n  ]")
+        else:
+            lines.append(b"  " + key + b": " + _ENCODER.encode(value))
+    return (b"{\n" + b",\n".join(lines) + b"\n}\n").decode()
+
+
+# -- the saved session ------------------------------------------------------------------------
+class _Totals(msgspec.Struct, kw_only=True):
+    wall_seconds: float = 0.0  # a report's other totals are recomputed on analysis
+
+
+class SessionDocument(msgspec.Struct, kw_only=True):
+    """A saved session or JSON report as read back (its analysis fields are ignored)."""
+
+    schema_version: int
+    environment: Environment
+    events: tuple[Event, ...]
+    target: str = ""
+    target_exception: str | None = None
+    totals: _Totals = msgspec.field(default_factory=_Totals)
+    base_context: dict[str, str] = msgspec.field(default_factory=dict)
+    calls: dict[str, int] = msgspec.field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    stale_captures: tuple[StaleCapture, ...] = ()
+    processes: tuple[ProcessRecord, ...] = ()
+
+    def session(self) -> Session:
+        return Session(environment=self.environment, target=self.target, events=self.events,
+                       wall_seconds=self.totals.wall_seconds, base_context=self.base_context,
+                       calls=self.calls, warnings=self.warnings,
+                       stale_captures=self.stale_captures,
+                       target_exception=self.target_exception, processes=self.processes)
+
+
+def session_fields(session: Session, events: list[msgspec.Raw] | None = None
+                   ) -> dict[str, Any]:
+    """The saved session's top-level fields, in the order they are written; ``events`` are
+    the encoded events when the caller has them (the JSON report's carry their analysis)."""
+    if events is None:
+        events = [msgspec.Raw(encode_event(event)) for event in session.events]
+    environment = msgspec.Raw(_trimmed(_ENCODER.encode(session.environment), _UNSET_HOST))
+    fields: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "environment": environment,
+        "target": session.target, "target_exception": session.target_exception,
+        "totals": {"wall_seconds": session.wall_seconds},
+        "events": events,
+        "stale_captures": session.stale_captures, "warnings": session.warnings,
+        "calls": session.calls, "base_context": session.base_context,
+    }
+    if session.processes:
+        fields["processes"] = session.processes
+    return fields
+
+
+class _Probe(msgspec.Struct):
+    """Just enough of a document to say what it is when it does not decode."""
+
+    schema_version: Any = None
+    events: Any = msgspec.UNSET
+    environment: Any = msgspec.UNSET
+
+
+def decode_session(data: bytes, source: str) -> Session:
+    """The ``Session`` of a saved session or JSON report; ``SessionFileError`` naming the
+    field of the first problem."""
+    try:
+        document = msgspec.json.decode(data, type=SessionDocument)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        _explain_failure(data, source, exc)
+    check_version(document.schema_version, source)
+    _check_sequence_numbers(document.events, source)
+    return document.session()
+
+
+def _explain_failure(data: bytes, source: str, exc: Exception) -> Any:
+    """Raise the ``SessionFileError`` for a document that did not decode: not JSON, not a
+    session, another schema version, or the first wrong field."""
+    probe = None
+    try:
+        if not isinstance(exc, msgspec.ValidationError):
+            raise exc
+        probe = msgspec.json.decode(data, type=_Probe)
+    except msgspec.ValidationError:  # (a DecodeError too: caught first)
+        pass
+    except (msgspec.DecodeError, RecursionError) as error:
+        check_utf8(data, source)
+        raise SessionFileError(f"{source} is not JSON ({reason(error, data)}). Pass a report "
+                               "saved with --output FILE.json or --save FILE.json.") from None
+    assert isinstance(exc, msgspec.ValidationError)
+    if probe is None or probe.events is msgspec.UNSET or probe.environment is msgspec.UNSET:
+        raise SessionFileError(f"{source} is not a recompile-cli report: it lacks 'events' and "
+                               "'environment'. Pass a report saved with --output FILE.json.")
+    check_version(probe.schema_version, source)
+    raise SessionFileError(field_error(exc, source)) from None
+
+
+def check_version(version: Any, source: str) -> None:
+    """``SessionFileError`` unless ``version`` is the schema version this release reads."""
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise SessionFileError(
+            f"{source} has schema_version {version!r}; this recompile-cli reads version "
+            f"{SCHEMA_VERSION}. Record it again with this version (recompile-cli profile/run "
+            "--save FILE.json), or read it with the recompile-cli version that wrote it.")
+
+
+def _check_sequence_numbers(events: tuple[Event, ...], source: str) -> None:
+    seen: dict[int, int] = {}
+    for i, event in enumerate(events):
+        seq = event.seq
+        if seq < 0:
+            problem = f"must be a non-negative integer, got {seq}"
+        elif seq in seen:
+            problem = f"{seq} is also the seq of events[{seen[seq]}]; each event has its own"
+        else:
+            seen[seq] = i
+            continue
+        raise SessionFileError(f"{source}, field events[{i}].seq: {problem}. {_DAMAGED}.")
+
+
+_DAMAGED = ("The session file is damaged or was not written by recompile-cli; record the "
+            "session again (--save FILE.json)")
+
+
+def field_error(exc: msgspec.ValidationError, source: str,
+                advice: str = _DAMAGED) -> str:
+    """``source, field events[3].seq: expected `int`, got `str`. Advice.``"""
+    message, _, where = str(exc).partition(" - at `$")
+    where = where.rstrip("`").removeprefix(".")
+    field = f", field {where}" if where else ""
+    return f"{source}{field}: {message[:1].lower()}{message[1:]}. {advice}."
+
+
+def check_utf8(data: bytes, source: str) -> None:
+    """``SessionFileError`` naming the line and byte where ``data`` stops being UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SessionFileError(f"{source}, line {line}: not UTF-8 text (byte "
+                               f"0x{data[exc.start]:02x} at offset {exc.start}), so not a saved "
+                               "session. Pass a session saved with --save FILE.json.") from None
+
+
+def reason(exc: BaseException, data: bytes) -> str:
+    """Why ``data`` is not JSON, with the line of a byte offset that msgspec names."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    message = str(exc)
+    found = re.search(r"\(byte (\d+)\)", message)
+    if found:
+        line = data.count(b"\n", 0, int(found.group(1))) + 1
+        message = f"{message.removesuffix(found.group(0)).rstrip()} on line {line}"
+    return message
+
+
+# -- the events log ---------------------------------------------------------------------------
+class LogHeader(msgspec.Struct, tag_field="type", tag="header"):
+    """The first record: what is known before the target runs."""
+
+    schema_version: int
+    environment: Environment
+    target: str
+    base_context: dict[str, str]
+
+
+class LogEvent(msgspec.Struct, tag_field="type", tag="event"):
+    """An event each time it changes; the last record of an ``id`` wins."""
+
+    id: int
+    event: Event
+
+
+class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
+    """The last record: what is known when the recording stops (the environment's backend
+    and process index complete the header's)."""
+
+    wall_seconds: float
+    calls: dict[str, int]
+    warnings: tuple[str, ...]
+    stale_captures: tuple[StaleCapture, ...]
+    target_exception: str | None
+    environment: Environment | None = None
+
+
+LogRecord = LogHeader | LogEvent | LogEnd
+_LOG_DECODER = msgspec.json.Decoder(LogRecord)
+decode_record = _LOG_DECODER.decode
