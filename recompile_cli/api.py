@@ -13,7 +13,8 @@ command line; this module only wires them together for use from Python and noteb
     frames = rec.report.to_pandas()  # functions / events / causes DataFrames
     recompile_cli.save_session(rec.session, "run.json")   # ``recompile-cli report run.json``
 
-JAX and pandas are imported when a recording starts or a report is built, not on import.
+JAX is imported when a recording starts, and pandas only when a DataFrame is asked for
+(``to_pandas``, ``.functions``, ``.cause_table``, ``.events``); neither on import.
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from recompile_cli.session.files import load_session, save_session
-from recompile_cli.session.model import HookMode, Owner, Session
+from recompile_cli.session.model import CauseCode, HookMode, Owner, Session
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from recompile_cli.analysis.report import Report
+    from recompile_cli.analysis.report import FunctionRow, Report
     from recompile_cli.capture.recorder import Recorder
     from recompile_cli.gate.evaluate import GateResult, Gates, Violation
 
@@ -89,25 +90,29 @@ class RecompileReport:
 
     @property
     def functions(self) -> pd.DataFrame:
-        """Per-function totals (user functions first, then by compile time)."""
-        return self.report.functions
+        """Per-function totals (user functions first, then by compile time), a new DataFrame."""
+        from recompile_cli.analysis.dataframes import functions_frame
+
+        return functions_frame(self.report)
 
     @property
     def cause_table(self) -> pd.DataFrame:
-        """Re-compilations by cost, most expensive first."""
-        return self.report.cause_table
+        """Re-compilations by cost, most expensive first, a new DataFrame."""
+        from recompile_cli.analysis.dataframes import causes_frame
+
+        return causes_frame(self.report)
 
     @property
     def events(self) -> pd.DataFrame:
-        """One row per event with its primary cause."""
-        from recompile_cli.analysis.report import events_frame
+        """One row per event with its primary cause, a new DataFrame."""
+        from recompile_cli.analysis.dataframes import events_frame
 
         return events_frame(self.report)
 
     @property
     def totals(self) -> dict[str, float | int]:
         """Counts and seconds over the whole recording (``traces``, ``compiles``...)."""
-        return dict(self.report.totals)
+        return asdict(self.report.totals)
 
     @property
     def violations(self) -> list[Violation]:
@@ -120,24 +125,22 @@ class RecompileReport:
 
     def compiles(self, function: str | None = None) -> int:
         """Compiles of the functions named ``function`` (all your functions when None)."""
-        frame = self.report.functions
-        rows = frame[frame["owner"] == Owner.USER] if function is None else frame[
-            frame["name"] == function]
-        return int(rows["compiles"].sum())
+        return sum(f.compiles for f in self._functions_named(function))
 
     def traces(self, function: str | None = None) -> int:
         """Traces of the functions named ``function`` (all your functions when None)."""
-        frame = self.report.functions
-        rows = frame[frame["owner"] == Owner.USER] if function is None else frame[
-            frame["name"] == function]
-        return int(rows["traces"].sum())
+        return sum(f.traces for f in self._functions_named(function))
+
+    def _functions_named(self, function: str | None) -> list[FunctionRow]:
+        return [f for f in self.report.functions
+                if (f.owner == Owner.USER if function is None else f.name == function)]
 
     def causes(self, function: str) -> list[str]:
         """The primary cause code of each top-level trace or compile of ``function``."""
         return [str(self.report.primary(e).code) for e in self.session.events
                 if e.function == function and e.depth == 0]
 
-    def check(self, max_compiles: int | None = None, fail_on: Sequence[str] = (),
+    def check(self, max_compiles: int | None = None, fail_on: Sequence[CauseCode] = (),
               **per_function: int) -> RecompileReport:
         """This report with a gate evaluated on it (the same evaluator as ``--max-compiles``,
         ``--fail-on`` and the budget file); violations are listed in ``.violations`` and shown
@@ -145,11 +148,12 @@ class RecompileReport:
 
         Args:
             max_compiles: a limit on the compiles of every user function.
-            fail_on: cause codes that fail wherever they occur.
+            fail_on: cause codes that fail wherever they occur (``CauseCode`` members or
+                their values, e.g. ``"shape"``).
             **per_function: a limit per function name or glob, e.g. ``train_step=1``.
 
         Raises:
-            ValueError: a limit that is not a non-negative integer.
+            ValueError: a limit that is not a non-negative integer, or an unknown cause code.
         """
         from recompile_cli.gate.evaluate import Gated, evaluate
 
@@ -183,18 +187,21 @@ class RecompileReport:
         printer.text("RecompileReport(...)" if cycle else self.text().rstrip("\n"))
 
     def _repr_html_(self) -> str:
-        from recompile_cli.notebook import report_html
+        """The inline report of a notebook, its cells named as IPython names them."""
+        from recompile_cli.render.html import fragment
+        from recompile_cli.render.notebook_cells import notebook_labels
 
-        return report_html(self.report, self.show_all, self.violations)
+        return fragment(self.report, self.show_all, self.violations, notebook_labels())
 
 
 def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None = None,
-                   fail_on: Sequence[str] = ()) -> Gates:
+                   fail_on: Sequence[CauseCode] = ()) -> Gates:
     """The gates of ``max_compiles=N`` and ``name=N`` limits on your functions (globs allowed
     in names), as ``RecompileReport.check`` and the pytest marker apply them.
 
     Raises:
-        ValueError: a limit that is not a non-negative integer, named in the message.
+        ValueError: a limit that is not a non-negative integer, named in the message, or an
+            unknown cause code.
     """
     from recompile_cli.gate.budgets import Budget
     from recompile_cli.gate.evaluate import Gates
@@ -207,7 +214,8 @@ def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None
                              "integer (max_compiles=N for every function of yours, or "
                              "function_name=N, globs allowed)")
     budgets = tuple(Budget(name, max_compiles=limit) for name, limit in per_function.items())
-    return Gates(budgets=budgets, max_compiles=max_compiles, fail_on=tuple(fail_on),
+    return Gates(budgets=budgets, max_compiles=max_compiles,
+                 fail_on=tuple(CauseCode(code) for code in fail_on),
                  budget_owners=(Owner.USER,))
 
 
@@ -222,13 +230,13 @@ def analyse(session: Session) -> RecompileReport:
 def to_pandas(report: Report | RecompileReport) -> Frames:
     """The ``functions``, ``events`` and ``causes`` tables of a report as DataFrames.
 
-    The frames are copies: changing them changes nothing in the report.
+    The frames are new: changing them changes nothing in the report.
     """
-    from recompile_cli.analysis.report import events_frame
+    from recompile_cli.analysis.dataframes import causes_frame, events_frame, functions_frame
 
     inner = report.report if isinstance(report, RecompileReport) else report
-    return Frames(functions=inner.functions.copy(), events=events_frame(inner),
-                  causes=inner.cause_table.copy())
+    return Frames(functions=functions_frame(inner), events=events_frame(inner),
+                  causes=causes_frame(inner))
 
 
 class Recording:
@@ -242,11 +250,11 @@ class Recording:
     """
 
     def __init__(self, target: str = "", *, keep_caches: bool = False,
-                 hook_mode: str = HookMode.PRIVATE,
+                 hook_mode: HookMode = HookMode.PRIVATE,
                  events_log: str | Path | None = None) -> None:
         self.target = target
         self.keep_caches = keep_caches
-        self.hook_mode = hook_mode
+        self.hook_mode = HookMode(hook_mode)
         self.events_log = events_log
         self._recorder: Recorder | None = None
         self._session: Session | None = None
@@ -270,13 +278,9 @@ class Recording:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         recorder, self._recorder = self._recorder, None
-        if recorder is None:
-            return
-        if exc is not None:
-            from recompile_cli.capture.frames import exception_summary
-
-            recorder.fail(exception_summary("the recorded block", exc))
-        self._session = recorder.stop()
+        if recorder is not None:
+            recorder.__exit__(exc_type, exc, tb)
+            self._session = recorder.session
 
     def __call__(self, fn: F) -> F:
         """Use as a decorator: each call of ``fn`` is recorded (``.session`` is the last's)."""
@@ -320,12 +324,12 @@ def record(target: F, /) -> F: ...
 
 
 @overload
-def record(target: str = "", /, *, keep_caches: bool = False, hook_mode: str = ...,
+def record(target: str = "", /, *, keep_caches: bool = False, hook_mode: HookMode = ...,
            events_log: str | Path | None = None) -> Recording: ...
 
 
 def record(target: Any = "", /, *, keep_caches: bool = False,
-           hook_mode: str = HookMode.PRIVATE, events_log: str | Path | None = None) -> Any:
+           hook_mode: HookMode = HookMode.PRIVATE, events_log: str | Path | None = None) -> Any:
     """Record what JAX traces and compiles in a block, or in each call of a function.
 
     ``with record() as rec: ...`` then ``rec.session`` / ``rec.report``; as a decorator,
@@ -337,7 +341,8 @@ def record(target: Any = "", /, *, keep_caches: bool = False,
             or the function to decorate.
         keep_caches: keep JAX's in-memory caches. By default they are cleared
             (``jax.clear_caches()``) so that counts are those of a cold process, like the CLI's.
-        hook_mode: ``"private"`` (default; signatures and causes) or ``"public-only"``.
+        hook_mode: ``HookMode.PRIVATE`` (default; signatures and causes) or
+            ``HookMode.PUBLIC_ONLY``; their values ``"private"``, ``"public-only"`` work too.
         events_log: also stream every event to this JSON-lines file as it happens.
 
     Returns:
@@ -352,13 +357,13 @@ def record(target: Any = "", /, *, keep_caches: bool = False,
 
 def _caller_label() -> str:
     """``file:line`` of the first frame outside recompile_cli and contextlib (the ``with``)."""
-    from recompile_cli.capture import frames
+    from recompile_cli.session.locations import relative
 
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_PACKAGE_DIR) and not name.endswith("contextlib.py"):
-            return f"{frames.relative(name)}:{frame.f_lineno}"
+            return f"{relative(name)}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return "recorded block"
 

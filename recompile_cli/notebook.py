@@ -10,11 +10,10 @@
 
 The last report is also stored in the user namespace as ``_recompiles``.
 
-``report_html`` builds the fragment shown inline (``RecompileReport._repr_html_``): a summary,
-gate violations, the cost-ranked causes, suggestions, the functions table and the events (folded).
-It is self-contained (inline styles scoped to ``.recompile-cli``, no script, no network), and every
-value from the session goes through ``render.escape.html``. IPython is imported only when the
-extension is loaded.
+The report shown inline is ``RecompileReport._repr_html_``: the HTML report's fragment
+(``render.html.fragment``: the page's sections, gate violations first, no script, no network),
+with notebook cells named as IPython names them (``render.notebook_cells``). IPython is imported
+only when the extension is loaded.
 """
 
 from __future__ import annotations
@@ -22,165 +21,12 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.render.escape import html as _escape
-from recompile_cli.render.escape import is_missing
-
 if TYPE_CHECKING:
-    from recompile_cli.analysis.report import Report
     from recompile_cli.api import RecompileReport
-    from recompile_cli.gate.evaluate import Violation
 
-__all__ = ["load_ipython_extension", "report_html", "unload_ipython_extension"]
-
-_STYLE = """<style>
-.recompile-cli { font: 13px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; }
-.recompile-cli h4 { font-size: 13px; margin: 14px 0 4px; }
-.recompile-cli .rc-title { font-weight: 600; font-size: 14px; }
-.recompile-cli .rc-env { color: #666; font-weight: normal; }
-.recompile-cli .rc-summary { margin: 2px 0 6px; }
-.recompile-cli .rc-summary b { font-size: 15px; }
-.recompile-cli table.rc-table { border-collapse: collapse; margin: 2px 0; }
-.recompile-cli table.rc-table th, .recompile-cli table.rc-table td { border: 1px solid #ddd;
-  padding: 2px 7px; text-align: left; vertical-align: top; }
-.recompile-cli table.rc-table th { background: #f4f4f4; }
-.recompile-cli table.rc-table td { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
-.recompile-cli table.rc-table td.num { text-align: right; }
-.recompile-cli .rc-cause { font-weight: 600; color: #8a3b00; }
-.recompile-cli .rc-fail { border: 2px solid #b00020; background: #fdecee; color: #7a0016;
-  padding: 6px 10px; margin: 6px 0; border-radius: 4px; }
-.recompile-cli .rc-fail b { color: #b00020; }
-.recompile-cli .rc-ok { color: #1b5e20; }
-.recompile-cli .rc-error { color: #b00020; }
-.recompile-cli .rc-muted { color: #666; }
-.recompile-cli ul { margin: 2px 0; padding-left: 20px; }
-</style>"""
-
-
-def report_html(report: Report, show_all: bool = False, violations: Sequence[Violation] = (),
-                relabel: Callable[[str], str] | None = None) -> str:
-    """The inline HTML fragment of a report (see the module docstring).
-
-    Args:
-        report: the analysed session.
-        show_all: also list JAX's and libraries' internal functions.
-        violations: gate violations, shown first.
-        relabel: applied to every text before it is escaped; by default, inside IPython, the
-            temporary file of a notebook cell becomes its ``In[n]`` label (``notebook_labels``).
-    """
-    from recompile_cli.render.table import cause_rows, event_rows, function_rows, hidden_functions
-
-    label = relabel or notebook_labels()
-
-    def escape(value: Any) -> str:
-        return _escape(label(value) if isinstance(value, str) else value)
-
-    session, totals = report.session, report.totals
-    env = session.environment
-    parts = [f'<div class="recompile-cli">{_STYLE}',
-             f'<div class="rc-title">recompile-cli: {escape(session.target)} '
-             f'<span class="rc-env">(jax {escape(env.jax_version)}, {escape(env.backend)}, '
-             f"hook mode {escape(env.hook_mode)})</span></div>",
-             f'<div class="rc-summary"><b>{escape(totals["compiles"])}</b> compiles, '
-             f'<b>{escape(totals["traces"])}</b> traces, <b>{escape(totals["errors"])}</b> '
-             f"errors; compile {escape(_seconds(totals['compile_seconds']))} s of "
-             f"{escape(_seconds(totals['wall_seconds']))} s wall</div>"]
-    if violations:
-        items = "".join(f"<li>{escape(v.message)}</li>" for v in violations)
-        parts.append(f'<div class="rc-fail"><b>Gate FAILED</b> ({len(violations)} '
-                     f"violation{'s' if len(violations) != 1 else ''})<ul>{items}</ul></div>")
-    if session.target_exception:
-        parts.append(f'<p class="rc-error">The recorded code raised: '
-                     f"{escape(session.target_exception)}</p>")
-    if not report.cause_table.empty:
-        headers, rows = cause_rows(report)
-        parts += ["<h4>Re-compilations by cost</h4>", _table(headers, rows, escape, 1)]
-    elif not violations:
-        parts.append('<p class="rc-ok">No re-compilation of your functions.</p>')
-    if report.suggestions:
-        parts.append("<h4>Suggestions</h4><ul>" + "".join(
-            f"<li><b>{escape(s.function)}</b>: {escape(s.message)}</li>"
-            for s in report.suggestions) + "</ul>")
-    headers, rows = function_rows(report, show_all)
-    parts.append("<h4>Functions</h4>")
-    parts.append(_table(headers, rows, escape) if rows else
-                 '<p class="rc-muted">(no user function was traced or compiled)</p>')
-    if not show_all:
-        parts += [f'<div class="rc-muted">{escape(line)}</div>'
-                  for line in hidden_functions(report)]
-    headers, rows = event_rows(report, show_all)
-    if rows:
-        parts.append(f"<details><summary><b>Recompilation events</b> ({len(rows)})</summary>"
-                     f"{_table(headers, rows, escape, 6)}</details>")
-    if session.warnings:
-        parts.append("<h4>Warnings</h4><ul>" + "".join(
-            f"<li>{escape(w)}</li>" for w in session.warnings) + "</ul>")
-    parts.append("</div>")
-    return "\n".join(parts)
-
-
-def _seconds(value: Any) -> str:
-    try:
-        return f"{float(value):.3f}"
-    except (TypeError, ValueError):
-        return ""
-
-
-def _table(headers: list[str], rows: list[list[Any]], escape: Callable[[Any], str],
-           cause_column: int | None = None) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_cell(v, escape, i == cause_column)
-                                    for i, v in enumerate(row)) + "</tr>" for row in rows)
-    return f'<table class="rc-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _cell(value: Any, escape: Callable[[Any], str], cause: bool = False) -> str:
-    if is_missing(value):
-        return "<td></td>"
-    if isinstance(value, float):
-        return f'<td class="num">{escape(f"{value:.3f}")}</td>'
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f'<td class="num">{escape(value)}</td>'
-    return f'<td class="rc-cause">{escape(value)}</td>' if cause else f"<td>{escape(value)}</td>"
-
-
-# A notebook cell's code lives in a temporary file (``.../ipykernel_123/4567.py``).
-_CELL_FILE = re.compile(r"[^\s()'\"]*ipykernel_\d+[/\\]\d+\.py(?::(?P<line>\d+))?")
-
-
-def notebook_labels() -> Callable[[str], str]:
-    """Inside IPython, a function that writes the temporary files of notebook cells as
-    ``In[3]`` (``In[3], line 2`` for ``file:line``), as IPython's tracebacks do; else identity."""
-    shell = None
-    if "IPython" in sys.modules:
-        try:
-            shell = sys.modules["IPython"].get_ipython()
-        except Exception:
-            shell = None
-    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
-    if name_of is None:
-        return _same
-
-    def relabel(text: str) -> str:
-        def cell(match: re.Match[str]) -> str:
-            path = match.group(0).rsplit(":", 1)[0] if match["line"] else match.group(0)
-            try:
-                named = name_of(path)
-            except Exception:
-                named = None
-            if not named:
-                return match.group(0)
-            return str(named[1]) + (f", line {match['line']}" if match["line"] else "")
-
-        return _CELL_FILE.sub(cell, text) if "ipykernel_" in text else text
-
-    return relabel
-
-
-def _same(text: str) -> str:
-    return text
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 # -- the IPython extension ------------------------------------------------------------------------

@@ -1,41 +1,94 @@
-"""From a frozen ``Session`` to a ``Report``: causes, per-function totals, the cost-ranked cause
-table, event kinds and suggestions.
+"""From a frozen ``Session`` to a ``Report``: causes, per-function totals (``FunctionRow``), the
+cost-ranked cause table (``CauseRow``), the run's ``Totals``, event kinds and suggestions.
 
-Pure: no printing and no JAX. Aggregation is done with pandas.
+Pure: no printing, no JAX and no pandas; every table is built in one pass over the events, so
+that it stays linear in their number. The DataFrames of the Python API and the CSV files are
+made from these rows by ``analysis.dataframes``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 
-import pandas as pd
-
-from recompile_cli.analysis.causes import FIRST_COMPILE, Cause
+from recompile_cli.analysis.causes import Cause
 from recompile_cli.analysis.merge import explain_by_process
 from recompile_cli.analysis.suggest import Suggestion, suggest
-from recompile_cli.capture.frames import path_of
-from recompile_cli.session.model import Event, EventKind, Owner, Session, function_key
+from recompile_cli.session.locations import path_of
+from recompile_cli.session.model import (
+    CacheOutcome,
+    CauseCode,
+    Event,
+    EventKind,
+    Owner,
+    Session,
+    function_key,
+)
 
-FUNCTION_COLUMNS = ["key", "name", "defined_at", "owner", "package", "calls", "traces",
-                    "compiles", "errors", "trace_seconds", "lower_seconds", "compile_seconds",
-                    "causes"]
-EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
-                 "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
-                 "compile_seconds", "cause", "argument", "before", "after", "detail",
-                 "error_type", "error_argument", "persistent_cache"]
-CAUSE_COLUMNS = ["function", "owner", "code", "argument", "call_site", "count", "seconds",
-                 "values", "first_event"]
 
-# What happened in one top-level event (``EventKind``, defined with the model; nested traces are
-# part of their parent's). The names stay importable from here for the renderers.
-RETRACED_AND_COMPILED = EventKind.RETRACED_AND_COMPILED
-RETRACED_REUSED = EventKind.RETRACED_REUSED
-COMPILED_WITHOUT_RETRACE = EventKind.COMPILED_WITHOUT_RETRACE
-TRACE_FAILED = EventKind.TRACE_FAILED
-NESTED_TRACE = EventKind.NESTED_TRACE
-EVENT_KINDS = tuple(EventKind)
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Counts and seconds over the whole session; the JSON report's ``totals`` (its keys are
+    these fields, in this order). The five event kinds count top-level events that are not
+    JAX's own (``EventKind``)."""
+
+    traces: int
+    compiles: int
+    errors: int
+    trace_seconds: float  # top-level traces only: nested ones run inside their parent's
+    lower_seconds: float
+    compile_seconds: float
+    wall_seconds: float
+    retraced_and_compiled: int
+    retraced_executable_reused: int
+    compiled_without_retrace: int
+    trace_failed: int
+    nested_trace: int
+    persistent_cache_hits: int
+    persistent_cache_saved_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRow:
+    """One function (all its function objects with the same name and ``file:line``) and its
+    totals; ``causes`` counts the primary cause codes of its events, most frequent first."""
+
+    key: str  # name@file:line (``function_key``)
+    name: str
+    defined_at: str | None
+    owner: Owner
+    package: str  # the library's top-level package, else the owner (``package_of``)
+    calls: int | None  # None where calls were not counted
+    traces: int
+    compiles: int
+    errors: int
+    trace_seconds: float
+    lower_seconds: float
+    compile_seconds: float
+    causes: dict[CauseCode, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CauseRow:
+    """The re-compilations of one function with the same cause, argument and call site
+    (``""`` where there is none): how many, what they cost, and the values they went through."""
+
+    function: str
+    owner: Owner
+    code: CauseCode
+    argument: str
+    call_site: str
+    count: int
+    seconds: float
+    values: str  # ``f32[3] -> f32[4]``, or the first and last of many (``_value_range``)
+    first_event: int  # the smallest seq
+
+
+FUNCTION_COLUMNS = [f.name for f in fields(FunctionRow)]
+CAUSE_COLUMNS = [f.name for f in fields(CauseRow)]
 
 
 @dataclass(frozen=True)
@@ -44,9 +97,9 @@ class Report:
 
     session: Session
     causes: dict[int, tuple[Cause, ...]]  # event seq -> causes, primary first
-    functions: pd.DataFrame  # FUNCTION_COLUMNS, user functions first, then by compile time
-    cause_table: pd.DataFrame  # CAUSE_COLUMNS, most expensive first
-    totals: dict[str, float | int]
+    functions: tuple[FunctionRow, ...]  # user functions first, then by compile seconds
+    cause_table: tuple[CauseRow, ...]  # most expensive first
+    totals: Totals
     suggestions: tuple[Suggestion, ...]
 
     def primary(self, event: Event) -> Cause:
@@ -54,13 +107,15 @@ class Report:
 
 
 def event_kind(event: Event) -> EventKind:
+    """What happened in one event (nested traces are part of their parent's)."""
     if event.depth > 0:
-        return NESTED_TRACE
+        return EventKind.NESTED_TRACE
     if event.error is not None:
-        return TRACE_FAILED
+        return EventKind.TRACE_FAILED
     if event.traced:
-        return RETRACED_AND_COMPILED if event.compiled else RETRACED_REUSED
-    return COMPILED_WITHOUT_RETRACE
+        return (EventKind.RETRACED_AND_COMPILED if event.compiled
+                else EventKind.RETRACED_REUSED)
+    return EventKind.COMPILED_WITHOUT_RETRACE
 
 
 def event_cost(event: Event) -> float:
@@ -71,22 +126,32 @@ def event_cost(event: Event) -> float:
 
 
 def analyse(session: Session) -> Report:
+    """The session analysed: each event's causes, the function rows, the cause table, the
+    totals and the suggestions."""
     causes = explain_by_process(session.events, session.base_context)
-    kinds = Counter(event_kind(e) for e in session.events if e.owner != Owner.JAX)
-    totals: dict[str, float | int] = {
-        "traces": sum(e.traced for e in session.events),
-        "compiles": sum(e.compiled for e in session.events),
-        "errors": sum(e.error is not None for e in session.events),
-        "trace_seconds": sum(e.trace_seconds for e in session.events if e.depth == 0),
-        "lower_seconds": sum(e.lower_seconds for e in session.events),
-        "compile_seconds": sum(e.compile_seconds for e in session.events),
-        "wall_seconds": session.wall_seconds,
-        **{kind: kinds.get(kind, 0) for kind in EVENT_KINDS},
-        "persistent_cache_hits": sum(e.persistent_cache == "hit" for e in session.events),
-        "persistent_cache_saved_seconds": sum(e.cache_saved_seconds for e in session.events),
-    }
     return Report(session, causes, _functions(session, causes), _cause_table(session, causes),
-                  totals, tuple(suggest(session.events, causes)))
+                  _totals(session), tuple(suggest(session.events, causes)))
+
+
+def _totals(session: Session) -> Totals:
+    events = session.events
+    kinds = Counter(event_kind(e) for e in events if e.owner != Owner.JAX)
+    return Totals(
+        traces=sum(e.traced for e in events),
+        compiles=sum(e.compiled for e in events),
+        errors=sum(e.error is not None for e in events),
+        trace_seconds=sum(e.trace_seconds for e in events if e.depth == 0),
+        lower_seconds=sum(e.lower_seconds for e in events),
+        compile_seconds=sum(e.compile_seconds for e in events),
+        wall_seconds=session.wall_seconds,
+        retraced_and_compiled=kinds[EventKind.RETRACED_AND_COMPILED],
+        retraced_executable_reused=kinds[EventKind.RETRACED_REUSED],
+        compiled_without_retrace=kinds[EventKind.COMPILED_WITHOUT_RETRACE],
+        trace_failed=kinds[EventKind.TRACE_FAILED],
+        nested_trace=kinds[EventKind.NESTED_TRACE],
+        persistent_cache_hits=sum(e.persistent_cache == CacheOutcome.HIT for e in events),
+        persistent_cache_saved_seconds=sum(e.cache_saved_seconds for e in events),
+    )
 
 
 def package_of(owner: str, defined_at: str | None) -> str:
@@ -98,98 +163,88 @@ def package_of(owner: str, defined_at: str | None) -> str:
     return owner
 
 
-def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
-    """One row per function; built from columns in one pass over the events (no per-event
-    dictionaries, no per-group lookups), so it stays linear in the number of events.
+def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]
+               ) -> tuple[FunctionRow, ...]:
+    """One row per function, user functions first, then by compile seconds (NaN last; stable).
 
-    Each event's function gets a group number, in the order first seen, and pandas sums the
-    numeric columns per number (a grouping by text would first factorize 100,000 texts)."""
-    events = session.events
-    if not events:
-        return pd.DataFrame(columns=FUNCTION_COLUMNS)
-    known: dict[tuple[str, str | None], int] = {}  # (name, defined_at) -> group number
-    numbers: dict[str, int] = {}  # function key -> group number
-    groups: list[int] = []
-    firsts: list[Event] = []  # each group's first event
-    located: list[str | None] = []  # each group's first defined_at that is not None
-    counts: list[Counter[str]] = []
-    for e in events:
-        number = known.get((e.function, e.defined_at))
-        if number is None:
-            key = function_key(e.function, e.defined_at)
-            number = numbers.get(key)
-            if number is None:
-                number = numbers[key] = len(firsts)
-                firsts.append(e)
-                located.append(None)
-                counts.append(Counter())
-            known[e.function, e.defined_at] = number
-        groups.append(number)
-        if located[number] is None:
-            located[number] = e.defined_at
-        counts[number][causes[e.seq][0].code] += 1
-    frame = pd.DataFrame({
-        "group": groups,
-        "traces": [int(e.traced) for e in events], "compiles": [int(e.compiled) for e in events],
-        "errors": [int(e.error is not None) for e in events],
-        "trace_seconds": [e.trace_seconds for e in events],
-        "lower_seconds": [e.lower_seconds for e in events],
-        "compile_seconds": [e.compile_seconds for e in events],
-    })
-    sums = frame.groupby("group", sort=True).sum().reset_index(drop=True)
-    keys = list(numbers)
-    table = pd.DataFrame({"key": keys, "name": [e.function for e in firsts],
-                          "defined_at": located, "owner": [e.owner for e in firsts]})
-    table = pd.concat([table, sums], axis=1)
-    table["package"] = [package_of(e.owner, e.defined_at) for e in firsts]
-    table["causes"] = pd.Series([dict(c.most_common()) for c in counts], index=table.index,
-                                dtype=object)
-    table["calls"] = pd.array([session.calls.get(k) for k in keys], dtype="Int64")
-    table["not_user"] = table["owner"] != Owner.USER
-    table = table.sort_values(["not_user", "compile_seconds"], ascending=[True, False],
-                              kind="stable")
-    return table[FUNCTION_COLUMNS].reset_index(drop=True)
+    One pass puts each event in its function's group (found by name and ``defined_at``, so
+    that each function's key text is made once), then each group is summed."""
+    known: dict[tuple[str, str | None], list[Event]] = {}
+    groups: dict[str, list[Event]] = {}  # function key -> its events; in the order first seen
+    for e in session.events:
+        members = known.get((e.function, e.defined_at))
+        if members is None:
+            members = groups.setdefault(function_key(e.function, e.defined_at), [])
+            known[e.function, e.defined_at] = members
+        members.append(e)
+    rows = [_function_row(key, members, session.calls.get(key), causes)
+            for key, members in groups.items()]
+    rows.sort(key=lambda r: (r.owner != Owner.USER, _descending(r.compile_seconds)))
+    return tuple(rows)
 
 
-_CauseKey = tuple[str, str, str, str, str]
-_CAUSE_KEY = ["function", "owner", "code", "argument", "call_site"]
+def _function_row(key: str, members: list[Event], calls: int | None,
+                  causes: dict[int, tuple[Cause, ...]]) -> FunctionRow:
+    first = members[0]
+    codes = Counter(causes[e.seq][0].code for e in members)
+    return FunctionRow(
+        key=key, name=first.function,
+        defined_at=next((e.defined_at for e in members if e.defined_at is not None), None),
+        owner=first.owner, package=package_of(first.owner, first.defined_at), calls=calls,
+        traces=sum(e.traced for e in members), compiles=sum(e.compiled for e in members),
+        errors=sum(e.error is not None for e in members),
+        trace_seconds=_seconds(e.trace_seconds for e in members),
+        lower_seconds=_seconds(e.lower_seconds for e in members),
+        compile_seconds=_seconds(e.compile_seconds for e in members),
+        causes=dict(codes.most_common()))
 
 
-def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]) -> pd.DataFrame:
+@dataclass(slots=True)
+class _CauseGroup:
+    """The events of one cause-table row, gathered in the pass over the events."""
+
+    first_event: int
+    costs: list[float]
+    values: dict[str, None]  # an ordered set (``_add_value``)
+
+
+def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]
+                 ) -> tuple[CauseRow, ...]:
     """One row per (function, cause, argument, call site) of top-level re-compilations that are
-    not JAX's own, with the seconds they cost; repeated events collapse into one row.
-
-    Each row's key gets a number, in the order first seen, and its values are gathered in the
-    same pass (a dictionary per key); pandas then sums the seconds per number."""
-    numbers: dict[_CauseKey, int] = {}
-    groups: list[int] = []
-    seconds: list[float] = []
-    seqs: list[int] = []
-    values: list[dict[str, None]] = []
+    not JAX's own, with the seconds they cost; repeated events collapse into one row. Most
+    expensive first (NaN last), then the most frequent; stable."""
+    groups: dict[tuple[str, Owner, CauseCode, str, str], _CauseGroup] = {}
     for e in session.events:
         cause = causes[e.seq][0]
-        if e.depth > 0 or e.owner == Owner.JAX or cause.code == FIRST_COMPILE:
+        if e.depth > 0 or e.owner == Owner.JAX or cause.code == CauseCode.FIRST_COMPILE:
             continue
         key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
-        number = numbers.get(key)
-        if number is None:
-            number = numbers[key] = len(values)
-            values.append({})
-            _add_value(values[number], cause.before)
-        _add_value(values[number], cause.after)
-        groups.append(number)
-        seconds.append(event_cost(e))
-        seqs.append(e.seq)
-    if not groups:
-        return pd.DataFrame(columns=CAUSE_COLUMNS)
-    frame = pd.DataFrame({"group": groups, "seconds": seconds, "seq": seqs})
-    sums = frame.groupby("group", sort=True).agg(
-        count=("seq", "size"), seconds=("seconds", "sum"), first_event=("seq", "min"),
-    ).reset_index(drop=True)
-    table = pd.concat([pd.DataFrame(list(numbers), columns=_CAUSE_KEY), sums], axis=1)
-    table["values"] = [_value_range(found) for found in values]
-    table = table.sort_values(["seconds", "count"], ascending=False, kind="stable")
-    return table[CAUSE_COLUMNS].reset_index(drop=True)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _CauseGroup(e.seq, [], {})
+            _add_value(group.values, cause.before)
+        _add_value(group.values, cause.after)
+        group.costs.append(event_cost(e))
+        group.first_event = min(group.first_event, e.seq)
+    rows = [CauseRow(*key, count=len(g.costs), seconds=_seconds(g.costs),
+                     values=_value_range(g.values), first_event=g.first_event)
+            for key, g in groups.items()]
+    rows.sort(key=lambda r: (_descending(r.seconds), -r.count))
+    return tuple(rows)
+
+
+def _seconds(values: Iterable[float]) -> float:
+    """The sum of a group's seconds, correctly rounded (``math.fsum``), so that it does not
+    depend on the order of the events; NaN when infinities of both signs meet."""
+    try:
+        return math.fsum(values)
+    except ValueError:  # inf + -inf
+        return math.nan
+
+
+def _descending(seconds: float) -> tuple[bool, float]:
+    """A sort key: the most seconds first, NaN after every number."""
+    return (seconds != seconds, -seconds)
 
 
 def _add_value(values: dict[str, None], value: str | None) -> None:
@@ -205,30 +260,3 @@ def _value_range(values: dict[str, None]) -> str:
     if len(values) <= 3:
         return " -> ".join(values)
     return f"{next(iter(values))} ... {next(reversed(values))} ({len(values)} values)"
-
-
-def events_frame(report: Report) -> pd.DataFrame:
-    """One flat row per event (EVENT_COLUMNS), its primary cause spelled out; built column by
-    column."""
-    events = report.session.events
-    primary = [report.causes[e.seq][0] for e in events]
-    columns: dict[str, list[object]] = {
-        "seq": [e.seq for e in events], "function": [e.function for e in events],
-        "defined_at": [e.defined_at for e in events], "owner": [e.owner for e in events],
-        "call_site": [e.call_site for e in events],
-        "call_index": [e.call_index for e in events], "depth": [e.depth for e in events],
-        "kind": [event_kind(e) for e in events], "traced": [e.traced for e in events],
-        "compiled": [e.compiled for e in events],
-        "start_seconds": [e.start_seconds for e in events],
-        "trace_seconds": [e.trace_seconds for e in events],
-        "lower_seconds": [e.lower_seconds for e in events],
-        "compile_seconds": [e.compile_seconds for e in events],
-        "cause": [c.code for c in primary], "argument": [c.argument for c in primary],
-        "before": [c.before for c in primary], "after": [c.after for c in primary],
-        "detail": [c.detail for c in primary],
-        "error_type": [e.error.type if e.error else None for e in events],
-        "error_argument": [e.error.argument if e.error else None for e in events],
-        "persistent_cache": [e.persistent_cache for e in events],
-    }
-    assert list(columns) == EVENT_COLUMNS
-    return pd.DataFrame(columns, columns=EVENT_COLUMNS)

@@ -1,5 +1,6 @@
 """Output of the command line: the report and the gate on the terminal, the files they are
-written to, CI's extras (GitHub step summary and annotations, JUnit XML), and the exit code.
+written to, CI's extras (GitHub step summary and annotations, JUnit XML), and the reason for
+the exit code (``exits`` decides the code).
 
 The only module, with ``app``, that prints. Files are written atomically; a file that cannot be
 written is reported and the other outputs are still produced.
@@ -10,17 +11,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from recompile_cli.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_TARGET_RAISED, RecompileError
+from recompile_cli import exits
+from recompile_cli.errors import RecompileError
 from recompile_cli.fileio import atomic_write_text
 
 if TYPE_CHECKING:
@@ -53,6 +53,20 @@ def fail(exc: RecompileError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """The one place a ``RecompileError`` becomes its message and exit code (and Ctrl-C or
+    SIGTERM before anything was recorded, 130 or 143)."""
+    try:
+        yield
+    except RecompileError as exc:
+        fail(exc)
+    except exits.INTERRUPTIONS as exc:
+        code = exits.interruption_code(exc)
+        typer.echo(f"recompile-cli: {exits.interruption_text(code)}.", err=True)
+        raise typer.Exit(code) from None
+
+
 def absolute(path: Path | None) -> Path | None:
     """``path`` resolved against the folder the command started in (before any target runs,
     so that a script calling ``os.chdir`` cannot move the outputs)."""
@@ -80,10 +94,14 @@ def files_for_process(files: ReportFiles, environment: Environment) -> ReportFil
                                save=for_process(files.save, environment))
 
 
-def check_writable(path: Path | None, option: str) -> None:
-    """Fail before the run when ``path`` could not be written afterwards."""
+def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> None:
+    """Fail before the run when ``path`` could not be written afterwards: the first of its
+    folders that exists must be writable (the missing ones are made when it is written), and
+    ``path`` must not be a folder unless ``folder_ok`` (``--output`` takes one for CSV)."""
     if path is None:
         return
+    if path.is_dir() and not folder_ok:
+        raise RecompileError(f"{option} {path}: it is a folder. Name a file.")
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -127,7 +145,6 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
     Each format is rendered once; the terminal shows the table when the report goes to a file.
     """
     from recompile_cli.render import render
-    from recompile_cli.render.csv import render_files as csv_files
 
     rendered: dict[str, str] = {}
 
@@ -139,6 +156,8 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
     if files.output is not None:
         file_format = output_format(files)
         if file_format == "csv" and (files.output.is_dir() or not files.output.suffix):
+            from recompile_cli.render.csv import render_files as csv_files  # loads pandas
+
             written = all([write_file(files.output / name, content, "CSV table", problems)
                            for name, content in csv_files(report).items()])
         else:
@@ -177,48 +196,19 @@ def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Prob
         _step_summary(lambda: gate_summary(result, markdown=True))
 
 
-def exit_code(failure: str | None, interrupted: int | None, gate_held: bool,
-              problems: Problems) -> int:
-    """130/143 if interrupted, 3 if the target raised, 2 if an output could not be written,
-    1 if a gate failed, else 0; the reason goes to stderr."""
-    if interrupted:
-        typer.echo(f"recompile-cli: {failure}; the report above covers everything recorded "
+def exit_code(failure: str | None, interrupted: exits.ExitCode | None, gate_held: bool,
+              problems: Problems) -> exits.ExitCode:
+    """The exit code (``exits.exit_code``), with its reason on stderr when it is an
+    interruption or the target's failure."""
+    if interrupted is not None:
+        reason = failure or exits.interruption_text(interrupted)
+        typer.echo(f"recompile-cli: {reason}; the report above covers everything recorded "
                    "until then.", err=True)
-        return interrupted
-    if failure:
+    elif failure:
         typer.echo(f"error: {failure.rstrip('.')}. The report above covers everything "
                    "recorded before the failure.", err=True)
-        return EXIT_TARGET_RAISED
-    if problems.messages:
-        return EXIT_BAD_INPUT
-    return 0 if gate_held else EXIT_GATE
-
-
-@dataclass
-class Received:
-    """The exit code of a signal that arrived while signals were deferred (None: none did)."""
-
-    code: int | None = None
-
-
-@contextlib.contextmanager
-def deferred_signals() -> Iterator[Received]:
-    """Hold Ctrl-C and SIGTERM while the report is analysed, printed and written, so that an
-    interruption never loses what was recorded; ``received.code`` is then 130 or 143."""
-    received = Received()
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def hold(signum: int, frame: Any) -> None:
-        received.code = received.code or (130 if signum == signal.SIGINT else 143)
-
-    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return exits.exit_code(interrupted=interrupted, failed=bool(failure),
+                           unwritten=bool(problems.messages), gate_held=gate_held)
 
 
 @contextlib.contextmanager

@@ -1,40 +1,24 @@
 """Baseline files: per-function trace and compile counts saved from one run, read back to gate
-a later one. Storage only; the comparison is part of the gate evaluator (``evaluate``).
-
-Functions are keyed ``file.py:name``, which stays stable across checkouts and line moves.
+a later one. Storage only: the totals and their ``file.py:name`` keys are
+``analysis.compare``'s, and the comparison is part of the gate evaluator (``evaluate``).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from recompile_cli.analysis.compare import FunctionTotals, function_totals
 from recompile_cli.analysis.report import Report
-from recompile_cli.capture.frames import path_of
 from recompile_cli.errors import BudgetError
 from recompile_cli.fileio import atomic_write_text
-from recompile_cli.session.model import SCHEMA_VERSION, Owner
+from recompile_cli.session.model import SCHEMA_VERSION
 
 BASELINE_KIND = "recompile-cli-baseline"
 _ENVIRONMENT_FIELDS = ("jax_version", "backend", "python_version")
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """One function's totals over one or more reports."""
-
-    traces: int = 0
-    compiles: int = 0
-    compile_seconds: float = 0.0
-
-    def __add__(self, other: Totals) -> Totals:
-        return Totals(self.traces + other.traces, self.compiles + other.compiles,
-                      self.compile_seconds + other.compile_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,25 +27,7 @@ class Baseline:
 
     path: str
     environment: dict[str, str | None]
-    functions: dict[str, Totals]
-
-
-def baseline_key(name: str, defined_at: str | None) -> str:
-    """``file.py:function``: stable across checkouts and line moves."""
-    path = path_of(defined_at)
-    return f"{os.path.basename(path)}:{name}" if path else name
-
-
-def function_totals(reports: Iterable[Report]) -> dict[str, Totals]:
-    """``file.py:name`` -> totals of every function that is not JAX's own, over all reports."""
-    out: dict[str, Totals] = {}
-    for report in reports:
-        frame = report.functions
-        for f in frame[frame["owner"] != Owner.JAX].to_dict("records"):
-            key = baseline_key(str(f["name"]), _text(f["defined_at"]))
-            out[key] = out.get(key, Totals()) + Totals(int(f["traces"]), int(f["compiles"]),
-                                                       float(f["compile_seconds"]))
-    return out
+    functions: dict[str, FunctionTotals]
 
 
 def environment_of(reports: list[Report]) -> dict[str, str | None]:
@@ -83,17 +49,6 @@ def save_baseline(reports: Iterable[Report], path: str | Path) -> None:
     atomic_write_text(Path(path), baseline_text(reports))
 
 
-def check_writable(path: str | Path) -> None:
-    """Fail before the run when ``--save-baseline`` could not be written afterwards."""
-    folder = Path(path).resolve().parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise BudgetError(f"Cannot write the baseline {path}: the folder {folder} does not exist "
-                          "or is not writable. Choose a writable path for --save-baseline.")
-    if Path(path).is_dir():
-        raise BudgetError(f"Cannot write the baseline {path}: it is a folder. Name a file "
-                          "(e.g. recompile-baseline.json).")
-
-
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline file; ``BudgetError`` (exit 2) when it is not one."""
     hint = " Create it with --save-baseline."
@@ -111,7 +66,7 @@ def load_baseline(path: str | Path) -> Baseline:
     if not isinstance(functions, dict):
         raise BudgetError(f"{path}, field functions: must map 'file.py:function' to counts."
                           f"{hint}")
-    out: dict[str, Totals] = {}
+    out: dict[str, FunctionTotals] = {}
     for key, counts in functions.items():
         if not isinstance(counts, dict):
             raise BudgetError(f"{path}, field functions.{key}: must be a mapping with traces "
@@ -120,17 +75,10 @@ def load_baseline(path: str | Path) -> Baseline:
         if not all(_count(v) for v in values):
             raise BudgetError(f"{path}, field functions.{key}: traces and compiles must be "
                               f"non-negative integers, got {values}.{hint}")
-        out[str(key)] = Totals(*values)
+        out[str(key)] = FunctionTotals(*values)
     env = {str(k): (None if v is None else str(v)) for k, v in environment.items()}
     return Baseline(str(path), env, out)
 
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _text(value: Any) -> str | None:
-    """A text cell of a pandas row; None for missing values (None or NaN)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return str(value)

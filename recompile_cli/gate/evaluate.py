@@ -12,21 +12,35 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
+from recompile_cli.analysis.compare import baseline_key, function_totals
 from recompile_cli.analysis.report import Report
-from recompile_cli.capture.frames import relative
-from recompile_cli.gate.baseline import Baseline, baseline_key, environment_of, function_totals
+from recompile_cli.gate.baseline import Baseline, environment_of
 from recompile_cli.gate.budgets import Budget
+from recompile_cli.session.locations import relative
 from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, function_key
+
+
+class Rule(StrEnum):
+    """The gate a ``Violation`` broke."""
+
+    MAX_COMPILES = "max_compiles"
+    MAX_TRACES = "max_traces"
+    MAX_COMPILE_SECONDS = "max_compile_seconds"
+    ALLOWED_CAUSES = "allowed_causes"
+    STEADY_STATE = "steady_state"
+    FAIL_ON = "fail_on"
+    BASELINE = "baseline"
+    NO_MATCH = "no_match"  # with ``strict``, a budget that matches no function
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """One broken gate. ``rule`` is max_compiles, max_traces, max_compile_seconds,
-    allowed_causes, steady_state, fail_on, baseline or no_match."""
+    """One broken gate, its ``rule``, and a message naming the function and the numbers."""
 
     function: str
-    rule: str
+    rule: Rule
     message: str
     call_site: str | None = None  # where the first offending compile was triggered
 
@@ -52,7 +66,7 @@ class BudgetRow:
 
 
 @dataclass(frozen=True, slots=True)
-class TargetError:
+class TargetFailure:
     """A target that raised, exited non-zero or was interrupted: the gate cannot pass."""
 
     target: str
@@ -76,11 +90,11 @@ class Gates:
 
     budgets: tuple[Budget, ...] = ()
     max_compiles: int | None = None
-    fail_on: tuple[str, ...] = ()
+    fail_on: tuple[CauseCode, ...] = ()
     steady_state_after: int | None = None
     steady_state_of: frozenset[str] | None = None
     list_all: bool = False
-    budget_owners: tuple[str, ...] = (Owner.USER, Owner.LIBRARY)
+    budget_owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)
 
     @property
     def any(self) -> bool:
@@ -104,7 +118,7 @@ class GateResult:
 
     rows: tuple[BudgetRow, ...] = ()
     violations: tuple[Violation, ...] = ()  # besides the rows' own
-    errors: tuple[TargetError, ...] = ()
+    errors: tuple[TargetFailure, ...] = ()
     improvements: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -126,7 +140,7 @@ class GateResult:
 class _Found:
     rows: list[BudgetRow] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
-    errors: list[TargetError] = field(default_factory=list)
+    errors: list[TargetFailure] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -164,7 +178,7 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             found.violations += check_steady_state(run.report, gates.steady_state_after,
                                                    gates.steady_state_of)
         if run.failure:
-            found.errors.append(TargetError(run.label, run.failure))
+            found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
         _compare_baseline(found, [run.report for run in runs], baseline, update_command)
     return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),
@@ -175,26 +189,24 @@ def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
     message = (f"{target}: the budget {pattern!r} matches no function that was traced or "
                "compiled; check the name (globs match function names) or remove the budget")
     if strict:
-        found.violations.append(Violation(pattern, "no_match", message))
+        found.violations.append(Violation(pattern, Rule.NO_MATCH, message))
     else:
         found.warnings.append(message)
 
 
 def check_budget(report: Report, target: str, budget: Budget,
-                 owners: tuple[str, ...] = (Owner.USER, Owner.LIBRARY)) -> list[BudgetRow]:
+                 owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)) -> list[BudgetRow]:
     """One row per function of ``owners`` whose name matches the budget's glob."""
-    functions = report.functions[report.functions["owner"].isin(owners)]
     events = _events_by_function(report)
     rows = []
-    for f in functions.to_dict("records"):
-        name = str(f["name"])
-        if not fnmatch.fnmatchcase(name, budget.pattern):
+    for f in report.functions:
+        if f.owner not in owners or not fnmatch.fnmatchcase(f.name, budget.pattern):
             continue
-        seconds = float(f["compile_seconds"])
-        violations = tuple(_limits(report, budget, name, seconds, events.get(str(f["key"]), [])))
-        rows.append(BudgetRow(target, name, budget.pattern, int(f["compiles"]),
-                              budget.max_compiles, int(f["traces"]), budget.max_traces,
-                              seconds, budget.max_compile_seconds, violations))
+        violations = tuple(_limits(report, budget, f.name, f.compile_seconds,
+                                   events.get(f.key, [])))
+        rows.append(BudgetRow(target, f.name, budget.pattern, f.compiles, budget.max_compiles,
+                              f.traces, budget.max_traces, f.compile_seconds,
+                              budget.max_compile_seconds, violations))
     return rows
 
 
@@ -211,18 +223,18 @@ def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
     traced = [e for e in events if e.traced]
     if budget.max_compiles is not None and len(compiled) > budget.max_compiles:
         excess = compiled[budget.max_compiles:]
-        yield Violation(name, "max_compiles", (
+        yield Violation(name, Rule.MAX_COMPILES, (
             f"{name}: {len(compiled)} compiles, budget {budget.max_compiles}. Excess: "
             f"{describe(report, excess)}"), excess[0].call_site)
     if budget.max_traces is not None and len(traced) > budget.max_traces:
         excess = traced[budget.max_traces:]
-        yield Violation(name, "max_traces", (
+        yield Violation(name, Rule.MAX_TRACES, (
             f"{name}: {len(traced)} traces, budget {budget.max_traces}. Excess: "
             f"{describe(report, excess)}"), excess[0].call_site)
     if budget.max_compile_seconds is not None:
         limit = budget.max_compile_seconds * (1 + budget.tolerance)
         if compile_seconds > limit:
-            yield Violation(name, "max_compile_seconds", (
+            yield Violation(name, Rule.MAX_COMPILE_SECONDS, (
                 f"{name}: {compile_seconds:.3f} s of XLA compile, budget "
                 f"{budget.max_compile_seconds:.3f} s (+{budget.tolerance:.0%} tolerance)"),
                 compiled[0].call_site if compiled else None)
@@ -230,7 +242,7 @@ def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
         bad = [e for e in events if (e.traced or e.compiled) and e.depth == 0
                and report.primary(e).code not in budget.allowed_causes]
         if bad:
-            yield Violation(name, "allowed_causes", (
+            yield Violation(name, Rule.ALLOWED_CAUSES, (
                 f"{name}: causes outside {', '.join(budget.allowed_causes)}: "
                 f"{describe(report, bad)}"), bad[0].call_site)
 
@@ -250,23 +262,23 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
     name = FunctionKey.parse(first.call_of).name if first.call_of else "the target"
     functions = sorted({e.function for e in late})
     assert first.call_index is not None
-    return [Violation(name, "steady_state", (
+    return [Violation(name, Rule.STEADY_STATE, (
         f"After a warm-up of {after} call(s) of {name}, {' and '.join(functions)} compiled "
         f"{len(late)} more time(s), first during call {first.call_index + 1}: "
         f"{describe(report, late)}"), first.call_site)]
 
 
-def check_fail_on(report: Report, codes: Iterable[str]) -> list[Violation]:
+def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]:
     """A violation per (function, code) for top-level events outside JAX with those causes."""
     wanted = set(codes)
-    found: dict[tuple[str, str], list[Event]] = {}
+    found: dict[tuple[str, CauseCode], list[Event]] = {}
     for e in report.session.events:
         if e.owner == Owner.JAX or e.depth > 0:
             continue
         for cause in report.causes[e.seq]:
             if cause.code in wanted:
                 found.setdefault((e.function, cause.code), []).append(e)
-    return [Violation(name, "fail_on", f"{name}: {len(events)} event(s) with cause {code} "
+    return [Violation(name, Rule.FAIL_ON, f"{name}: {len(events)} event(s) with cause {code} "
                       f"(--fail-on): {describe(report, events)}", events[0].call_site)
             for (name, code), events in found.items()]
 
@@ -276,7 +288,7 @@ def describe(report: Report, events: list[Event], limit: int = 3) -> str:
     parts = []
     for e in events[:limit]:
         cause = report.primary(e)
-        text = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
+        text: str = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
         if cause.argument:
             text += f" at {cause.argument}"
         if cause.before or cause.after:
@@ -303,11 +315,11 @@ def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
     for key, now in function_totals(reports).items():
         before = baseline.functions.get(key)
         if before is None and now.compiles > 0:
-            found.violations.append(Violation(key, "baseline", (
+            found.violations.append(Violation(key, Rule.BASELINE, (
                 f"{key}: new function compiles {now.compiles} time(s); not in the baseline "
                 f"{baseline.path}"), sites.get(key)))
         elif before is not None and now.compiles > before.compiles:
-            found.violations.append(Violation(key, "baseline", (
+            found.violations.append(Violation(key, Rule.BASELINE, (
                 f"{key}: {now.compiles} compiles, baseline {before.compiles} "
                 f"(+{now.compiles - before.compiles})"), sites.get(key)))
         elif before is not None and now.compiles < before.compiles:

@@ -1,4 +1,5 @@
-"""CSV (pandas): the events table, or ``functions.csv``, ``events.csv`` and ``causes.csv``.
+"""CSV: the events table, or ``functions.csv``, ``events.csv`` and ``causes.csv``, written from
+the DataFrames of ``analysis.dataframes`` (so the CSV files and ``to_pandas()`` agree).
 
 Every file has a header row; ``pandas.read_csv`` reads them back. In ``functions.csv`` the
 ``causes`` column is ``code:count`` pairs separated by ``;``. Text cells that a spreadsheet
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from recompile_cli.analysis.report import FUNCTION_COLUMNS, Report, events_frame
+from recompile_cli.analysis.dataframes import causes_frame, events_frame, functions_frame
+from recompile_cli.analysis.report import Report
 from recompile_cli.render import escape
 
 
@@ -21,12 +23,12 @@ def render(report: Report, show_all: bool = False) -> str:
 
 def render_files(report: Report) -> dict[str, str]:
     """File name -> CSV text, for ``--output DIR/``."""
-    functions = report.functions[[c for c in FUNCTION_COLUMNS if c != "key"]].copy()
+    functions = functions_frame(report).drop(columns=["key"])
     functions["causes"] = [";".join(f"{code}:{n}" for code, n in causes.items())
                            for causes in functions["causes"]]
     return {"functions.csv": _csv(functions),
             "events.csv": render(report),
-            "causes.csv": _csv(report.cause_table)}
+            "causes.csv": _csv(causes_frame(report))}
 
 
 def _csv(frame: pd.DataFrame) -> str:

@@ -11,15 +11,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from recompile_cli.analysis.report import (
-    COMPILED_WITHOUT_RETRACE,
-    RETRACED_AND_COMPILED,
-    RETRACED_REUSED,
-    Report,
-)
-from recompile_cli.capture.frames import relative
+from recompile_cli.analysis.report import FunctionRow, Report
 from recompile_cli.render import escape
-from recompile_cli.session.model import Event, Owner
+from recompile_cli.session.locations import display as location
+from recompile_cli.session.model import CauseCode, Event, Owner
 
 _MAX_ROWS = 30
 
@@ -45,19 +40,19 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> s
     lines = [
         style.code.format(f"recompile-cli: {show(session.target)}") + f"  (jax "
         f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
-        (f"{totals['traces']} traces, {totals['compiles']} compiles, {totals['errors']} errors; "
-         f"trace {totals['trace_seconds']:.3f} s, lower {totals['lower_seconds']:.3f} s, "
-         f"compile {totals['compile_seconds']:.3f} s of {totals['wall_seconds']:.3f} s wall"),
-        (f"misses outside JAX's internals: {totals[RETRACED_AND_COMPILED]} re-traced and "
-         f"re-compiled, {totals[RETRACED_REUSED]} re-traced with the executable reused, "
-         f"{totals[COMPILED_WITHOUT_RETRACE]} compiled without a re-trace"),
+        (f"{totals.traces} traces, {totals.compiles} compiles, {totals.errors} errors; "
+         f"trace {totals.trace_seconds:.3f} s, lower {totals.lower_seconds:.3f} s, "
+         f"compile {totals.compile_seconds:.3f} s of {totals.wall_seconds:.3f} s wall"),
+        (f"misses outside JAX's internals: {totals.retraced_and_compiled} re-traced and "
+         f"re-compiled, {totals.retraced_executable_reused} re-traced with the executable "
+         f"reused, {totals.compiled_without_retrace} compiled without a re-trace"),
     ]
     if style is MARKDOWN:
         lines = [line + "  " for line in lines]  # Markdown line breaks
     if env.compilation_cache_dir:
         lines.append(f"persistent cache {show(env.compilation_cache_dir)}: "
-                     f"{totals['persistent_cache_hits']} hits, "
-                     f"{totals['persistent_cache_saved_seconds']:.3f} s saved")
+                     f"{totals.persistent_cache_hits} hits, "
+                     f"{totals.persistent_cache_saved_seconds:.3f} s saved")
     lines += _cause_table(report, style)
     lines += ["", *_functions(report, show_all, style)]
     lines += _events(report, show_all, style)
@@ -92,24 +87,20 @@ Table = tuple[list[str], list[list[Any]]]
 def cause_rows(report: Report) -> Table:
     """The cost-ranked causes; a library's function is named with its package, so that, e.g.,
     flax's internal ``<lambda>`` never reads as one of yours."""
-    frame = report.functions
-    libraries = frame[frame["owner"] == Owner.LIBRARY]
-    package = dict(zip(libraries["name"], libraries["package"], strict=True))
+    package = {f.name: f.package for f in report.functions if f.owner == Owner.LIBRARY}
     rows = [[f"x{r.count}", r.code,
              r.function if r.owner != Owner.LIBRARY
              else f"{r.function} ({package.get(r.function, r.owner)})",
              r.argument, r.values, location(r.call_site), r.seconds]
-            for r in report.cause_table.head(_MAX_ROWS).itertuples()]
+            for r in report.cause_table[:_MAX_ROWS]]
     return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
 
 
 def function_rows(report: Report, show_all: bool) -> Table:
-    frame = report.functions
-    shown = frame if show_all else frame[frame["owner"] == Owner.USER]
-    rows = [[r.name, location(r.defined_at), _count(r.calls),
+    rows = [[r.name, location(r.defined_at), "" if r.calls is None else r.calls,
              r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
-            for r in shown.itertuples()]
+            for r in report.functions if show_all or r.owner == Owner.USER]
     headers = ["function", "defined at", "calls", "traces", "compiles", "errors", "trace s",
                "lower s", "compile s", "top causes"] + (["owner"] if show_all else [])
     return headers, rows
@@ -117,12 +108,14 @@ def function_rows(report: Report, show_all: bool) -> Table:
 
 def hidden_functions(report: Report) -> list[str]:
     """One line per package whose functions are not listed (JAX's, libraries')."""
-    frame = report.functions
-    hidden = frame[frame["owner"] != Owner.USER]
-    return [f"+ {package}: {len(group)} internal functions, {int(group['traces'].sum())} "
-            f"traces, {int(group['compiles'].sum())} compiles, "
-            f"{group['compile_seconds'].sum():.3f} s compile (--all lists them)"
-            for package, group in hidden.groupby("package", sort=True)]
+    hidden: dict[str, list[FunctionRow]] = {}
+    for f in report.functions:
+        if f.owner != Owner.USER:
+            hidden.setdefault(f.package, []).append(f)
+    return [f"+ {package}: {len(group)} internal functions, {sum(f.traces for f in group)} "
+            f"traces, {sum(f.compiles for f in group)} compiles, "
+            f"{sum(f.compile_seconds for f in group):.3f} s compile (--all lists them)"
+            for package, group in sorted(hidden.items(), key=lambda item: item[0])]
 
 
 def shown_events(report: Report, show_all: bool) -> Iterator[Event]:
@@ -134,7 +127,8 @@ def shown_events(report: Report, show_all: bool) -> Iterator[Event]:
     causes = report.causes
     for event in report.session.events:
         if event.owner == Owner.USER and event.depth <= 0 and (
-                event.error is not None or causes[event.seq][0].code != "first_compile"):
+                event.error is not None
+                or causes[event.seq][0].code != CauseCode.FIRST_COMPILE):
             yield event
 
 
@@ -163,12 +157,6 @@ def count_events(report: Report, show_all: bool) -> int:
     return sum(1 for _ in shown_events(report, show_all))
 
 
-def location(where: object) -> str:
-    """A ``file:line`` location relative to the current folder; ``""`` when unknown (``None``
-    from a session, ``NaN`` from a pandas column)."""
-    return (relative(where) or "") if isinstance(where, str) else ""
-
-
 # Columns of text (never parsed as numbers: a function may be called ``inf``) and, for the
 # terminal, the widths at which a column wraps (at spaces only, so names stay whole).
 _CAUSE_TEXT, _CAUSE_WRAP = range(6), {3: 24, 4: 44}
@@ -177,7 +165,7 @@ _EVENT_TEXT, _EVENT_WRAP = range(1, 7), {4: 24, 5: 50}
 
 
 def _cause_table(report: Report, style: Style) -> list[str]:
-    if report.cause_table.empty:
+    if not report.cause_table:
         return []
     headers, rows = cause_rows(report)
     lines = ["", style.heading.format("Re-compilations by cost"),
@@ -233,13 +221,7 @@ def _wrap(value: Any, width: int) -> Any:
                                     break_on_hyphens=False)) or value
 
 
-def _count(value: Any) -> int | str:
-    return "" if escape.is_missing(value) else int(value)
-
-
-def _top_causes(causes: Any, limit: int = 3) -> str:
-    if not isinstance(causes, dict):
-        return ""
+def _top_causes(causes: dict[CauseCode, int], limit: int = 3) -> str:
     return ", ".join(f"{code} {n}" for code, n in list(causes.items())[:limit])
 
 

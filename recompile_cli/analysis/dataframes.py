@@ -1,0 +1,61 @@
+"""The report's tables as pandas DataFrames: ``functions``, ``events`` and ``causes``, the
+tables of ``to_pandas()`` and of the CSV files.
+
+The one module of the analysis that imports pandas, so that only these DataFrame-shaped outputs
+load it: the ``Report`` itself holds plain rows (``FunctionRow``, ``CauseRow``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from recompile_cli.analysis.report import CAUSE_COLUMNS, FUNCTION_COLUMNS, Report, event_kind
+
+EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
+                 "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
+                 "compile_seconds", "cause", "argument", "before", "after", "detail",
+                 "error_type", "error_argument", "persistent_cache"]
+
+
+def functions_frame(report: Report) -> pd.DataFrame:
+    """One row per function (FUNCTION_COLUMNS), in the report's order; ``calls`` is a nullable
+    integer column (``<NA>`` where calls were not counted)."""
+    rows = report.functions
+    columns: dict[str, object] = {name: [getattr(r, name) for r in rows]
+                                  for name in FUNCTION_COLUMNS}
+    columns["calls"] = pd.array([r.calls for r in rows], dtype="Int64")
+    return pd.DataFrame(columns, columns=FUNCTION_COLUMNS)
+
+
+def causes_frame(report: Report) -> pd.DataFrame:
+    """The cost-ranked cause table (CAUSE_COLUMNS), most expensive first."""
+    rows = report.cause_table
+    return pd.DataFrame({name: [getattr(r, name) for r in rows] for name in CAUSE_COLUMNS},
+                        columns=CAUSE_COLUMNS)
+
+
+def events_frame(report: Report) -> pd.DataFrame:
+    """One flat row per event (EVENT_COLUMNS), its primary cause spelled out; built column by
+    column."""
+    events = report.session.events
+    primary = [report.causes[e.seq][0] for e in events]
+    columns: dict[str, list[object]] = {
+        "seq": [e.seq for e in events], "function": [e.function for e in events],
+        "defined_at": [e.defined_at for e in events], "owner": [e.owner for e in events],
+        "call_site": [e.call_site for e in events],
+        "call_index": [e.call_index for e in events], "depth": [e.depth for e in events],
+        "kind": [event_kind(e) for e in events], "traced": [e.traced for e in events],
+        "compiled": [e.compiled for e in events],
+        "start_seconds": [e.start_seconds for e in events],
+        "trace_seconds": [e.trace_seconds for e in events],
+        "lower_seconds": [e.lower_seconds for e in events],
+        "compile_seconds": [e.compile_seconds for e in events],
+        "cause": [c.code for c in primary], "argument": [c.argument for c in primary],
+        "before": [c.before for c in primary], "after": [c.after for c in primary],
+        "detail": [c.detail for c in primary],
+        "error_type": [e.error.type if e.error else None for e in events],
+        "error_argument": [e.error.argument if e.error else None for e in events],
+        "persistent_cache": [e.persistent_cache for e in events],
+    }
+    assert list(columns) == EVENT_COLUMNS
+    return pd.DataFrame(columns, columns=EVENT_COLUMNS)
