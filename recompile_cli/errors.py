@@ -1,24 +1,17 @@
-"""Errors that reach the user. Each carries the exit code the CLI returns for it.
-
-Exit codes (documented in the README): 0 ran, 1 a gate failed, 2 bad input (target, spec, file,
-flag) or an output that could not be written, 3 the profiled target raised or exited, 130/143
-Ctrl-C/SIGTERM. Only ``cli.app.user_errors`` turns these errors into output.
+"""Errors that reach the user. Each carries the exit code the CLI returns for it (the codes
+and the signals are owned by ``exits``). Only ``cli.output.user_errors`` turns these errors into
+output.
 """
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_GATE = 1
-EXIT_BAD_INPUT = 2
-EXIT_TARGET_RAISED = 3
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+from recompile_cli.exits import ExitCode
 
 
 class RecompileError(Exception):
     """A problem the user can fix; ``str(error)`` is the one-paragraph message to show."""
 
-    exit_code = EXIT_BAD_INPUT
+    exit_code = ExitCode.BAD_INPUT
 
 
 class TargetError(RecompileError):
@@ -41,5 +34,5 @@ class JitOptionError(RecompileError):
     """Jit options (static_argnames/argnums, donate_*) that do not fit the target's signature."""
 
 
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM while a command runs, to stop it and report."""
+class MergeError(RecompileError):
+    """Reports that cannot be merged: not the processes of one run of one program."""

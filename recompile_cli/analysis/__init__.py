@@ -1,3 +1,4 @@
 """Analysis: pure functions from a ``Session`` to a ``Report`` (causes, predictions,
-suggestions, tables). No printing, no JAX.
+suggestions, tables), and between runs (``compare``, ``merge``, ``divergence``). No I/O, no
+printing, no JAX.
 """

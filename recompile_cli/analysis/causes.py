@@ -12,42 +12,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from recompile_cli.analysis.nearest import SignatureIndex, top_name
-from recompile_cli.analysis.shorten import (
-    changed_field,
-    shown,
-    shown_pair,
-    structure_diff,
-    treedef_text,
-)
+from recompile_cli.analysis.shorten import changed_field, shown, shown_pair, structure_diff
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature, function_key
+from recompile_cli.session.structures import treedef_text
 
-__all__ = ["CAUSE_CODES", "Cause", "SignatureIndex", "diff_signatures", "explain_events"]
+__all__ = ["Cause", "SignatureIndex", "diff_signatures", "explain_events"]
 
 _ABSENT = "(absent)"
 _LISTED = 5  # differing parts of one structure reported as causes
-
-# The codes are ``CauseCode`` (defined once, with the model); these names stay importable here.
-FIRST_COMPILE = CauseCode.FIRST_COMPILE
-SHAPE = CauseCode.SHAPE
-DTYPE = CauseCode.DTYPE
-WEAK_TYPE = CauseCode.WEAK_TYPE
-STATIC_VALUE = CauseCode.STATIC_VALUE
-TREE_STRUCTURE = CauseCode.TREE_STRUCTURE
-ARG_PASSING = CauseCode.ARG_PASSING
-NEW_FUNCTION = CauseCode.NEW_FUNCTION
-TRACING_CONTEXT = CauseCode.TRACING_CONTEXT
-SHARDING = CauseCode.SHARDING
-DERIVED_JAXPR = CauseCode.DERIVED_JAXPR
-UNKNOWN = CauseCode.UNKNOWN
-
-CAUSE_CODES = tuple(CauseCode)
 
 
 @dataclass(frozen=True, slots=True)
 class Cause:
     """One difference that explains a cache miss, e.g. ``shape`` at ``x``: f32[3] -> f32[4]."""
 
-    code: str
+    code: CauseCode
     argument: str | None = None
     before: str | None = None
     after: str | None = None
@@ -79,15 +58,15 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
         if not event.traced and event.compiled and key not in compiled:
             # a function's first compile is its first compile, even if it was traced before
             # (jax.eval_shape, .trace(), or nested inside another jit)
-            causes: tuple[Cause, ...] = (Cause(FIRST_COMPILE, detail=(
+            causes: tuple[Cause, ...] = (Cause(CauseCode.FIRST_COMPILE, detail=(
                 "first compile of this function (traced earlier without compiling)"
                 if key in done_before else "compiled without a trace of its own")),)
         elif event.depth == 0 and event.compiled and key not in compiled and key not in top:
             # traced before only inside other jits, which compile it as part of themselves:
             # this is its first compile of its own, not a re-compilation
-            causes = (Cause(FIRST_COMPILE, detail="first compile of this function (traced "
-                            "before only inside other jits)" if key in done_before
-                            else "first trace of this function"),)
+            causes = (Cause(CauseCode.FIRST_COMPILE, detail=(
+                "first compile of this function (traced before only inside other jits)"
+                if key in done_before else "first trace of this function")),)
         elif not event.traced and event.lowering_changes is None and event.signature:
             causes = (_earlier_trace(event, traces.get(key, []), out)
                       or _explain(event, index, True, base_context))
@@ -122,16 +101,16 @@ def _earlier_trace(event: Event, traces: list[Event], out: dict[int, tuple[Cause
 def _explain(event: Event, index: SignatureIndex, done_before: bool,
              base_context: dict[str, str]) -> tuple[Cause, ...]:
     if not done_before:
-        return (Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
-                      else "compiled without a trace of its own"),)
+        return (Cause(CauseCode.FIRST_COMPILE, detail="first trace of this function"
+                      if event.traced else "compiled without a trace of its own"),)
     if not event.traced:
         return tuple(_explain_without_retrace(event))
     if event.signature is None or not index.signatures:
-        return (Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)"),)
+        return (Cause(CauseCode.UNKNOWN, detail="no signature recorded (hook mode public-only)"),)
     old = index.signatures[index.nearest(event.signature)]
     return tuple(diff_signatures(event.signature, old, base_context)) or (
-        Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were cleared or "
-              "the entry was evicted"),)
+        Cause(CauseCode.UNKNOWN, detail="same signature as an earlier trace: JAX's caches were "
+              "cleared or the entry was evicted"),)
 
 
 def _explain_without_retrace(event: Event) -> list[Cause]:
@@ -139,15 +118,16 @@ def _explain_without_retrace(event: Event) -> list[Cause]:
         causes = []
         for change in event.lowering_changes:
             before, after = shown_pair(change.before, change.after)
-            causes.append(Cause(SHARDING, argument=change.argument, before=before, after=after,
-                                detail=_LOWERING_FIELD_TEXT.get(change.field,
-                                                                f"{change.field} changed")))
+            causes.append(Cause(CauseCode.SHARDING, argument=change.argument, before=before,
+                                after=after, detail=_LOWERING_FIELD_TEXT.get(
+                                    change.field, f"{change.field} changed")))
         return causes
     if event.lowering_changes is None:
-        return [Cause(DERIVED_JAXPR, detail="compiled again without a re-trace: a new jaxpr "
-                      "derived from this jitted function by a transformation (grad, vjp, vmap) "
-                      "applied outside jit")]
-    return [Cause(UNKNOWN, detail="compiled again without a re-trace, with the same lowering key")]
+        return [Cause(CauseCode.DERIVED_JAXPR, detail="compiled again without a re-trace: a new "
+                      "jaxpr derived from this jitted function by a transformation (grad, vjp, "
+                      "vmap) applied outside jit")]
+    return [Cause(CauseCode.UNKNOWN, detail="compiled again without a re-trace, with the same "
+                  "lowering key")]
 
 
 _LOWERING_FIELD_TEXT = {
@@ -165,7 +145,7 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                     ) -> Iterator[Cause]:
     """Every difference between two signatures of one function, most telling first."""
     if new.function_id and old.function_id and new.function_id != old.function_id:
-        yield Cause(NEW_FUNCTION, before=f"function object #{old.function_id}",
+        yield Cause(CauseCode.NEW_FUNCTION, before=f"function object #{old.function_id}",
                     after=f"function object #{new.function_id}",
                     detail="a new function object with the same code: a lambda or "
                            "functools.partial re-created, or jax.jit(obj.method) re-wrapping a "
@@ -182,14 +162,14 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                                                                 | set(old_static))
     if moved_args:
         changed = sorted(moved_args)
-        yield Cause(ARG_PASSING, argument=", ".join(changed),
+        yield Cause(CauseCode.ARG_PASSING, argument=", ".join(changed),
                     before=_passing(old), after=_passing(new),
                     detail="a different set of arguments: "
                            + ", ".join(changed) + " passed in one call and left to its default "
                            "in the other")
     elif new.positional != old.positional or new.keywords != old.keywords:
         moved = sorted(set(new.keywords) ^ set(old.keywords))
-        yield Cause(ARG_PASSING, argument=", ".join(moved) or None,
+        yield Cause(CauseCode.ARG_PASSING, argument=", ".join(moved) or None,
                     before=_passing(old), after=_passing(new),
                     detail="the same arguments passed positionally in one call and by keyword "
                            "in the other")
@@ -204,7 +184,7 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
             if new_static[name] != old_static[name]:
                 before, after = shown_pair(old_static[name], new_static[name])
                 field = changed_field(old_static[name], new_static[name])
-                yield Cause(STATIC_VALUE, argument=name, before=before, after=after,
+                yield Cause(CauseCode.STATIC_VALUE, argument=name, before=before, after=after,
                             detail=f"static argument {name} has a new value"
                                    + (f" (field `{field}` changed)" if field else ""))
     old_leaves = old.leaves
@@ -225,7 +205,7 @@ def _context_causes(new: dict[str, str], old: dict[str, str], base_context: dict
         after = new.get(name, base_context.get(name))
         if before != after:
             shown_before, shown_after = shown_pair(str(before), str(after))
-            yield Cause(TRACING_CONTEXT, argument=name,
+            yield Cause(CauseCode.TRACING_CONTEXT, argument=name,
                         before=None if before is None else shown_before,
                         after=None if after is None else shown_after,
                         detail=f"the tracing context {name} changed (a config flag or context "
@@ -236,14 +216,14 @@ def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
     shape, dtype = new.shape != old.shape, new.dtype != old.dtype
     weak_type, sharding = new.weak_type != old.weak_type, new.sharding != old.sharding
     if shape:
-        code, text = SHAPE, f"new shape {new.shape} (was {old.shape})"
+        code, text = CauseCode.SHAPE, f"new shape {new.shape} (was {old.shape})"
     elif dtype:
-        code, text = DTYPE, f"new dtype {new.dtype} (was {old.dtype})"
+        code, text = CauseCode.DTYPE, f"new dtype {new.dtype} (was {old.dtype})"
     elif weak_type:
-        code, text = WEAK_TYPE, ("a Python scalar (weakly typed) and an array of the same "
-                                 "dtype were both passed")
+        code, text = CauseCode.WEAK_TYPE, ("a Python scalar (weakly typed) and an array of the "
+                                           "same dtype were both passed")
     else:
-        code, text = SHARDING, f"new sharding {new.sharding} (was {old.sharding})"
+        code, text = CauseCode.SHARDING, f"new sharding {new.sharding} (was {old.sharding})"
     if shape + dtype + weak_type + sharding > 1:
         fields = [name for name, differs in (("shape", shape), ("dtype", dtype),
                                              ("weak_type", weak_type), ("sharding", sharding))
@@ -260,7 +240,7 @@ def _structure_causes(name: str, new: Signature, old: Signature) -> Iterator[Cau
     diffs = structure_diff(before_text, after_text)
     if not diffs:
         before, after = shown_pair(treedef_text(before_text), treedef_text(after_text))
-        yield Cause(TREE_STRUCTURE, argument=name, before=before, after=after,
+        yield Cause(CauseCode.TREE_STRUCTURE, argument=name, before=before, after=after,
                     detail=_structure_detail(name, new, old))
         return
     listed = "; ".join(f"{name}{path}: {shown(b or _ABSENT, 60)} -> {shown(a or _ABSENT, 60)}"
@@ -268,7 +248,7 @@ def _structure_causes(name: str, new: Signature, old: Signature) -> Iterator[Cau
     more = f" (and {len(diffs) - _LISTED} more)" if len(diffs) > _LISTED else ""
     for path, b, a in diffs[:_LISTED]:
         before, after = shown_pair(b or _ABSENT, a or _ABSENT)
-        yield Cause(TREE_STRUCTURE, argument=name + path, before=before, after=after,
+        yield Cause(CauseCode.TREE_STRUCTURE, argument=name + path, before=before, after=after,
                     detail=f"pytree node data changed (a static field or attribute, e.g. a "
                            f"train/eval flag): {listed}{more}")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from recompile_cli.analysis.causes import Cause, explain_events
 from recompile_cli.analysis.merge import Part
-from recompile_cli.capture.frames import path_of
+from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Event, Owner, function_key
 
 ASPECTS = ("compile count", "signatures", "causes", "trace errors")

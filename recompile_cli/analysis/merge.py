@@ -2,15 +2,16 @@
 
 Each process of a ``jax.distributed`` job records its own session, tagged with its
 ``process_index``, ``process_count`` and host (``recompile-cli run --save run-{process}.json``).
-``merge_files`` reads them, checks that they belong together, and returns a ``Merged``: the
-merged ``Session`` (every event carries its ``process``; ``processes`` lists where each came
-from) and the per-process sessions that the divergence analysis (``analysis.divergence``)
-compares. A merged session can itself be merged again: it is split back into its processes.
+``merge_reports`` takes them as loaded (``session.files.load_session``), checks that they belong
+together, and returns a ``Merged``: the merged ``Session`` (every event carries its
+``process``; ``processes`` lists where each came from) and the per-process sessions that the
+divergence analysis (``analysis.divergence``) compares. A merged session can itself be merged
+again: it is split back into its processes.
 
 Files that cannot belong to one job (another script, another ``process_count``, two files of
 the same process) raise ``MergeError``; differences that are legal but worth knowing (JAX
 versions, script arguments, missing processes) become the ``notes`` of the result and the
-warnings of the merged session. Pure apart from reading the files: no printing, no JAX.
+warnings of the merged session. Pure: no I/O, no printing, no JAX.
 """
 
 from __future__ import annotations
@@ -18,16 +19,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from recompile_cli.analysis.causes import Cause, explain_events
-from recompile_cli.errors import RecompileError
-from recompile_cli.session.files import load_session
+from recompile_cli.errors import MergeError
 from recompile_cli.session.model import Event, ProcessRecord, Session, StaleCapture
-
-
-class MergeError(RecompileError):
-    """Reports that cannot be merged: not the processes of one run of one program."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +48,16 @@ class Merged:
     notes: tuple[str, ...]
 
 
-def merge_files(paths: Sequence[str | Path]) -> Merged:
-    """Load every report (a saved session, JSON report, events log or merged session) and merge
-    them. Raises ``SessionFileError`` for a file that is not a report and ``MergeError`` for
-    reports that are not the processes of one job."""
-    if not paths:
+def merge_reports(reports: Sequence[tuple[str, Session]]) -> Merged:
+    """Merge the sessions of loaded reports, ``(file, session)`` pairs: each the session of one
+    process, or a merged session, which is split back into its processes. Raises
+    ``MergeError`` for reports that are not the processes of one job."""
+    if not reports:
         raise MergeError("merge needs at least one report: pass the files each process saved, "
                          "e.g. recompile-cli merge reports/run-*.json.")
     loaded: list[tuple[str, Session]] = []
-    for path in paths:
-        session = load_session(path)
-        loaded += split(session, str(path)) if session.processes else [(str(path), session)]
+    for source, session in reports:
+        loaded += split(session, source) if session.processes else [(source, session)]
     return merge(loaded)
 
 

@@ -2,15 +2,15 @@
 
 Owns the display cap of every value a cause shows (``shown``, ``shown_pair``: the two values cut
 around their first difference), naming the field where two ``repr`` texts first differ, and the
-smallest differences between two pytree structures stored as node maps by
-``capture.pytrees.structure``. Pure text functions: no JAX.
+smallest differences between two pytree structures stored as node maps
+(``session.structures``). Pure text functions: no JAX.
 """
 
 from __future__ import annotations
 
 import re
 
-from recompile_cli.capture.pytrees import NODES_MARK, TREEDEF_MARK
+from recompile_cli.session.structures import node_map
 
 SHOWN = 200  # the longest value a cause displays; full values stay in the session
 _CONTEXT = 40  # characters kept before the first difference when a value is cut
@@ -70,27 +70,6 @@ def changed_field(before: str, after: str) -> str | None:
             break
     match = _FIELD.search(prefix.replace("'", "").replace('"', ""))
     return match.group(1) if match else None
-
-
-def treedef_text(structure: str) -> str:
-    """JAX's treedef text of a stored structure (node map or plain text)."""
-    if structure.startswith(NODES_MARK):
-        _, _, text = structure.partition(TREEDEF_MARK)
-        return text
-    return structure
-
-
-def node_map(structure: str) -> dict[str, str] | None:
-    """Path -> node description of a structure stored as a node map; None for plain text."""
-    if not structure.startswith(NODES_MARK):
-        return None
-    lines, _, _ = structure.partition(TREEDEF_MARK)
-    out: dict[str, str] = {}
-    for line in lines.split("\n")[1:]:
-        path, sep, description = line.partition("\t")
-        if sep:
-            out[path] = description
-    return out or None
 
 
 def structure_diff(before: str, after: str) -> list[tuple[str, str | None, str | None]]:

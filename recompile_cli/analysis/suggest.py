@@ -10,24 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from operator import attrgetter
 
 from recompile_cli.analysis import predict
-from recompile_cli.analysis.causes import (
-    ARG_PASSING,
-    DTYPE,
-    NEW_FUNCTION,
-    SHAPE,
-    SHARDING,
-    STATIC_VALUE,
-    TRACING_CONTEXT,
-    TREE_STRUCTURE,
-    WEAK_TYPE,
-    Cause,
+from recompile_cli.analysis.causes import Cause
+from recompile_cli.session.model import (
+    CauseCode,
+    Event,
+    FunctionKind,
+    Owner,
+    Signature,
+    function_key,
 )
-from recompile_cli.session.model import Event, Signature, function_key
 
-TRACE_ERROR = "trace_error"
+
+class SuggestionCode(StrEnum):
+    """The code of a suggestion that answers no cause (the others carry their ``CauseCode``)."""
+
+    TRACE_ERROR = "trace_error"  # a trace raised, e.g. a concretization error
+
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",
                    "TracerIntegerConversionError", "TracerArrayConversionError")
 
@@ -35,7 +37,7 @@ _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",
 @dataclass(frozen=True, slots=True)
 class Suggestion:
     function: str
-    code: str
+    code: CauseCode | SuggestionCode
     message: str
     predicted_compiles: int | None = None
 
@@ -96,11 +98,11 @@ _SIGNATURE = attrgetter("signature")
 def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> Iterator[Suggestion]:
     functions: dict[tuple[str, str | None], _Function] = {}
     by_key: dict[str, _Function] = {}  # two (name, defined_at) may share a function_key
-    groups: dict[tuple[str, str, str | None], tuple[_Function, list[Event], list[Cause],
+    groups: dict[tuple[str, CauseCode, str | None], tuple[_Function, list[Event], list[Cause],
                                                      dict[str, None]]] = {}
     errors: dict[tuple[str, str | None], Event] = {}
     for event in events:
-        if event.owner != "user" or event.depth != 0:
+        if event.owner != Owner.USER or event.depth != 0:
             continue
         where = (event.function, event.defined_at)
         fn = functions.get(where)
@@ -126,7 +128,7 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]]) -> It
         group[1].append(event)
         group[2].append(cause)
         for other in found[1:]:
-            if other.code == cause.code == SHAPE:  # the same axis, named already
+            if other.code == cause.code == CauseCode.SHAPE:  # the same axis, named already
                 continue
             group[3].setdefault(_change_text(other))
     for (name, argument), event in errors.items():
@@ -148,14 +150,14 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
                    "traced and branch with `jax.lax.cond` / `jnp.where`.")
     else:
         message = f"raised {error.type} while tracing: {error.message}"
-    return Suggestion(name, TRACE_ERROR, message)
+    return Suggestion(name, SuggestionCode.TRACE_ERROR, message)
 
 
 def _shape(g: _Group) -> Suggestion:
     path = g.argument or ""
     dims = g.table.varying_dims(path)
     if not dims:
-        return Suggestion(g.name, SHAPE, f"re-compiled {_times(len(g.events))} for "
+        return Suggestion(g.name, CauseCode.SHAPE, f"re-compiled {_times(len(g.events))} for "
                           f"new shapes of `{path}` ({_listed(g.values())}). Pad inputs to a few "
                           "fixed sizes and mask the padding, so that one shape is reused."
                           + g.also())
@@ -180,7 +182,7 @@ def _shape(g: _Group) -> Suggestion:
                       and (at >= 2 if at is not None else len(sites) == 1))
         if last_batch:
             calls = f" (call {at + 1}, after {at} calls of {full})" if at is not None else ""
-            return Suggestion(g.name, SHAPE, (
+            return Suggestion(g.name, CauseCode.SHAPE, (
                 f"the last batch is smaller: {where} is {full}, then {small} once at the "
                 f"end{calls}. Pad the last batch to {full} (and mask it) or drop it "
                 f"(drop_last): {g.compiles} compiles -> {pad_all}." + g.also()), pad_all)
@@ -190,11 +192,11 @@ def _shape(g: _Group) -> Suggestion:
                 and len(sites) >= 2):
             last = (f" (If {small} is instead the last, smaller batch of a loop, pad it or drop "
                     "it: drop_last.)" if sizes[-1] == small else "")
-            return Suggestion(g.name, SHAPE, (
+            return Suggestion(g.name, CauseCode.SHAPE, (
                 f"two datasets of different sizes: {where} is {sizes[0]}, then {sizes[1]}; "
                 "each size compiles once, which is expected (e.g. a train and a test set). To "
                 f"share one compile, {pad}.{last}" + g.also()), pad_all)
-        return Suggestion(g.name, SHAPE, (
+        return Suggestion(g.name, CauseCode.SHAPE, (
             f"{where} took the values {_listed([str(v) for v in values])}: {pad}."
             + g.also()), pad_all)
     options: list[tuple[int, str]] = []
@@ -215,11 +217,11 @@ def _shape(g: _Group) -> Suggestion:
                                    "on average)"))
     if not options:
         overhead = predict.padding_overhead(sizes, to_full.__getitem__)
-        return Suggestion(g.name, SHAPE, (
+        return Suggestion(g.name, CauseCode.SHAPE, (
             f"{where} took {len(values)} values ({min(values)}..{full}): pad to {full} (and "
             f"mask) so that one shape is reused: {g.compiles} compiles -> {pad_all} (pads "
             f"{overhead}% on average)." + g.also()), pad_all)
-    return Suggestion(g.name, SHAPE, (
+    return Suggestion(g.name, CauseCode.SHAPE, (
         f"{where} took {len(values)} values ({min(values)}..{full}): {g.compiles} compiles -> "
         + ", or ".join(text for _, text in options)
         + ". Pad along that dimension to the bucket size and mask the padding." + g.also()),
@@ -256,7 +258,7 @@ def _dtype(g: _Group) -> Suggestion:
     dtype = first.dtype if first else "float32"
     after = (predict.compiles_after(g.distinct, predict.one_dtype(path, first.dtype))
              if first else None)
-    return Suggestion(g.name, DTYPE, (
+    return Suggestion(g.name, CauseCode.DTYPE, (
         f"`{g.argument}` reached {g.name} with different dtypes ({_listed(g.values())}). Cast "
         f"it once before the call, e.g. `{g.argument}.astype(jnp.{dtype})` (the dtype seen first)"
         + (f": {g.compiles} compiles -> {after}." if after is not None else ".")), after)
@@ -264,7 +266,7 @@ def _dtype(g: _Group) -> Suggestion:
 
 def _weak_type(g: _Group) -> Suggestion:
     after = predict.compiles_after(g.distinct, predict.strong_type(g.argument or ""))
-    return Suggestion(g.name, WEAK_TYPE, (
+    return Suggestion(g.name, CauseCode.WEAK_TYPE, (
         f"`{g.argument}` was passed to {g.name} both as a Python scalar (weakly typed) and as "
         f"a typed array ({_listed(g.values())}). Convert it the same way at every call site, "
         f"`jnp.asarray({g.argument}, dtype=...)`: {g.compiles} compiles -> {after}."), after)
@@ -277,7 +279,7 @@ def _static(g: _Group) -> Suggestion:
            if after < g.compiles else
            "that alone would not reduce the compiles, since something else changed in the "
            "same calls.")
-    return Suggestion(g.name, STATIC_VALUE, (
+    return Suggestion(g.name, CauseCode.STATIC_VALUE, (
         f"static argument `{g.argument}` of {g.name} took {len(values)} values "
         f"({_listed(values)}); each new value compiles again. If it changes often, pass it as "
         f"a traced array instead (branch with `jax.lax.cond` / `jnp.where`): {fix}"
@@ -286,13 +288,13 @@ def _static(g: _Group) -> Suggestion:
 
 def _tree(g: _Group) -> Suggestion:
     if any(c.detail.startswith("pytree node data changed") for c in g.causes):
-        return Suggestion(g.name, TREE_STRUCTURE, (
+        return Suggestion(g.name, CauseCode.TREE_STRUCTURE, (
             f"`{g.argument}` took the values {_listed(g.values(), 3)} between calls of "
             f"{g.name}: a static field or attribute of the argument (e.g. a model switched "
             "between train and eval mode) is part of the cache key, so each value compiles "
             "once. Expected if you switch modes on purpose; otherwise keep it fixed."
             + g.also()))
-    return Suggestion(g.name, TREE_STRUCTURE, (
+    return Suggestion(g.name, CauseCode.TREE_STRUCTURE, (
         f"the pytree structure of `{g.argument}` changed between calls of {g.name} "
         f"({_listed(g.values(), 3)}). Keep containers the same (same dict keys, same list "
         "lengths); pad or mask instead of adding or removing entries."))
@@ -301,42 +303,46 @@ def _tree(g: _Group) -> Suggestion:
 def _passing(g: _Group) -> Suggestion:
     after = predict.compiles_after(g.distinct, predict.same_passing)
     how = f" (e.g. always `{g.argument}=...` by keyword)" if g.argument else ""
-    return Suggestion(g.name, ARG_PASSING, (
+    return Suggestion(g.name, CauseCode.ARG_PASSING, (
         f"called with its arguments passed in different ways "
         f"({_listed(g.values(), 2)}); JAX keys its cache on how arguments are passed. Pass "
         f"them the same way in every call{how}: {g.compiles} compiles -> {after}."), after)
 
 
 _NEW_OBJECT = {
-    "lambda": "the lambda defined at {defined_at} is created anew for every call; define it "
-              "once, outside the loop (or use a named module-level function)",
-    "closure": "{name} is defined inside another function (at {defined_at}) and a new one is "
-               "made on every call; build it once, or move it to module level and pass what it "
-               "captures as arguments",
-    "partial": "a new functools.partial of {name} is made before every call (called at "
-               "{call_site}); create it once outside the loop, or pass the bound values as "
-               "(static) arguments",
-    "bound_method": "jax.jit(obj.{name}) wraps a new bound method every time (called at "
-                    "{call_site}); jit it once outside the loop, or jit the plain function and "
-                    "pass the object's data as arguments",
-    "function": "a new function object is created for every call (called at {call_site}); "
-                "hoist the `jax.jit(...)` out of the loop",
+    FunctionKind.LAMBDA:
+        "the lambda defined at {defined_at} is created anew for every call; define it once, "
+        "outside the loop (or use a named module-level function)",
+    FunctionKind.CLOSURE:
+        "{name} is defined inside another function (at {defined_at}) and a new one is made on "
+        "every call; build it once, or move it to module level and pass what it captures as "
+        "arguments",
+    FunctionKind.PARTIAL:
+        "a new functools.partial of {name} is made before every call (called at {call_site}); "
+        "create it once outside the loop, or pass the bound values as (static) arguments",
+    FunctionKind.BOUND_METHOD:
+        "jax.jit(obj.{name}) wraps a new bound method every time (called at {call_site}); jit "
+        "it once outside the loop, or jit the plain function and pass the object's data as "
+        "arguments",
+    FunctionKind.FUNCTION:
+        "a new function object is created for every call (called at {call_site}); hoist the "
+        "`jax.jit(...)` out of the loop",
 }
 
 
 def _new_function(g: _Group) -> Suggestion:
     event = g.events[0]
-    kind = event.signature.function_kind if event.signature else "function"
-    text = _NEW_OBJECT.get(kind, _NEW_OBJECT["function"]).format(
+    kind = event.signature.function_kind if event.signature else FunctionKind.FUNCTION
+    text = _NEW_OBJECT[kind].format(
         name=g.name, defined_at=event.defined_at, call_site=event.call_site)
     after = predict.compiles_after(g.distinct, predict.same_function)
-    return Suggestion(g.name, NEW_FUNCTION, (
+    return Suggestion(g.name, CauseCode.NEW_FUNCTION, (
         f"traced {_times(len(g.events))} more as a new function object: {text}: "
         f"{g.compiles} compiles -> {after}."), after)
 
 
 def _context(g: _Group) -> Suggestion:
-    return Suggestion(g.name, TRACING_CONTEXT, (
+    return Suggestion(g.name, CauseCode.TRACING_CONTEXT, (
         f"the tracing context `{g.argument}` changed between calls of {g.name} "
         f"({_listed(g.values(), 2)}). Set such config flags and context managers once, outside "
         "the loop."))
@@ -344,7 +350,7 @@ def _context(g: _Group) -> Suggestion:
 
 def _sharding(g: _Group) -> Suggestion:
     what = f"`{g.argument}`" if g.argument else "its inputs"
-    return Suggestion(g.name, SHARDING, (
+    return Suggestion(g.name, CauseCode.SHARDING, (
         f"compiled again without a re-trace because {what} arrived with a "
         "different placement or donation (e.g. committed to a device by `jax.device_put`). "
         "Place inputs the same way at every call."))
@@ -371,7 +377,8 @@ def _listed(values: list[str], limit: int = 5) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-_RULES: dict[str, Callable[[_Group], Suggestion]] = {
-    SHAPE: _shape, DTYPE: _dtype, WEAK_TYPE: _weak_type, STATIC_VALUE: _static,
-    TREE_STRUCTURE: _tree, ARG_PASSING: _passing, NEW_FUNCTION: _new_function,
-    TRACING_CONTEXT: _context, SHARDING: _sharding}
+_RULES: dict[CauseCode, Callable[[_Group], Suggestion]] = {
+    CauseCode.SHAPE: _shape, CauseCode.DTYPE: _dtype, CauseCode.WEAK_TYPE: _weak_type,
+    CauseCode.STATIC_VALUE: _static, CauseCode.TREE_STRUCTURE: _tree,
+    CauseCode.ARG_PASSING: _passing, CauseCode.NEW_FUNCTION: _new_function,
+    CauseCode.TRACING_CONTEXT: _context, CauseCode.SHARDING: _sharding}

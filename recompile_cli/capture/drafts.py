@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recompile_cli.session.model import Change, Event, Leaf, Signature, TraceError
+from recompile_cli.session.model import (
+    CacheOutcome,
+    Change,
+    Event,
+    Leaf,
+    Owner,
+    Signature,
+    TraceError,
+)
 
 
 @dataclass
@@ -15,7 +23,7 @@ class Draft:
 
     function: str
     defined_at: str | None
-    owner: str
+    owner: Owner
     call_site: str | None
     call_index: int | None
     depth: int
@@ -29,7 +37,7 @@ class Draft:
     signature: Signature | None = None
     lowering_changes: tuple[Change, ...] | None = None
     error: TraceError | None = None
-    persistent_cache: str | None = None
+    persistent_cache: CacheOutcome | None = None
     cache_saved_seconds: float = 0.0
     jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
     call_of: str | None = None

@@ -1,5 +1,6 @@
-"""Where code lives: the user's call site on the current stack, who owns a source file, and
-where in the user's code an exception was raised (``exception_summary``).
+"""Where code lives, as only the running interpreter can tell: the user's call site on the
+current stack, who owns a source file, and where in the user's code an exception was raised
+(``exception_summary``). Parsing and showing ``file:line`` texts is ``session.locations``'s.
 
 Owners: ``"jax"`` (jax, jaxlib), ``"library"`` (anything else installed in site-packages, e.g.
 flax, optax, equinox) and ``"user"`` (everything else). Frames of the standard library, of
@@ -16,6 +17,7 @@ import sysconfig
 import traceback
 import types
 
+from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Owner, function_key
 
 # The recompile_cli package folder (this file is in recompile_cli/capture/).
@@ -82,14 +84,6 @@ def user_call_site(skip: int = 1) -> str | None:
     return None
 
 
-def path_of(location: str | None) -> str | None:
-    """The file part of a ``file:line`` location."""
-    if not location:
-        return None
-    head, sep, tail = location.rpartition(":")
-    return head if sep and tail.isdigit() else location
-
-
 def python_function(fn: object) -> object:
     """The plain Python function under jit wrappers, partials and bound methods."""
     while True:
@@ -132,14 +126,6 @@ def _user_function_named(name: str, frame: types.FrameType | None, depth: int = 
                     return inner
         frame, depth = frame.f_back, depth - 1
     return None
-
-
-def relative(location: str | None) -> str | None:
-    """A ``file:line`` location shown relative to the current folder when below it."""
-    if not location:
-        return location
-    cwd = os.getcwd() + os.sep
-    return location[len(cwd):] if location.startswith(cwd) else location
 
 
 def user_frame_of(exc: BaseException) -> str | None:

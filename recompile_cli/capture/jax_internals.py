@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from recompile_cli.capture import signatures
+from recompile_cli.capture.signatures import LowerInfo, TraceInfo
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
 _EXCLUDED = False
@@ -225,13 +226,6 @@ def _timed_fun_name(frame: Any, depth: int = 8) -> str | None:
     return None
 
 
-# What the hooks hand to the recorder (built in ``signatures``).
-TraceInfo = signatures.TraceInfo
-LowerInfo = signatures.LowerInfo
-_trace_info = signatures.trace_info  # one name to call (tests make it fail on purpose)
-_name_and_location = signatures.name_and_location  # kept for tests/test_jax_versions.py
-
-
 def trace_context() -> dict[str, str]:
     """The current tracing context (config values and context managers) as name -> text,
     values in full (``signatures.full_repr``).
@@ -352,7 +346,7 @@ class Hooks:
                 retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
                 if retraced:
                     jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
-                    self._on_trace(_trace_info(
+                    self._on_trace(signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
                         trace_context()))
             except Exception as exc:  # never raise into user code

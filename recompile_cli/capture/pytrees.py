@@ -17,12 +17,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from recompile_cli.session.structures import node_map_text
+
 # Stored values longer than this keep a prefix and a digest of the whole (compared in full).
 FULL_LIMIT = 4000
 # Structures whose treedef text is longer than this are stored as a node map (see structure()).
 INLINE_STRUCTURE = 200
-NODES_MARK = "#pytree-nodes v1"
-TREEDEF_MARK = "\n#treedef\n"
 
 
 def full_repr(value: Any) -> str:
@@ -43,10 +43,9 @@ def structure(value: Any) -> str:
     """The pytree structure of one argument.
 
     Small structures are JAX's treedef text (``{'x': *, 'y': *}``). Large ones (a whole model)
-    are a node map: ``NODES_MARK``, one ``path<TAB>description`` line per node (containers by
-    their keys or length, custom nodes by their node data, a Flax NNX graph by each module's
-    static attributes), then ``TREEDEF_MARK`` and the full treedef text. Two structures are the
-    same exactly when their texts are; ``analysis.causes`` diffs node maps path by path.
+    are a node map (``session.structures``) describing each node: containers by their keys or
+    length, custom nodes by their node data, a Flax NNX graph by each module's static
+    attributes. ``analysis.causes`` diffs node maps path by path.
     """
     import jax
 
@@ -58,13 +57,11 @@ def structure(value: Any) -> str:
         text = text[len("PyTreeDef("):-1]
     if len(text) <= INLINE_STRUCTURE:
         return text
-    lines: list[str] = [NODES_MARK]
     try:
-        for path, description in _nodes(treedef, "", None):
-            lines.append(f"{path}\t{_one_line(description)}")
+        nodes = [(path, _one_line(description)) for path, description in _nodes(treedef, "", None)]
     except Exception:  # an unexpected node: the full text still tells structures apart
-        lines = [NODES_MARK]
-    return "\n".join(lines) + TREEDEF_MARK + text
+        nodes = []
+    return node_map_text(nodes, text)
 
 
 def _one_line(text: str) -> str:

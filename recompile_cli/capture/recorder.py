@@ -21,9 +21,13 @@ from typing import Any
 from recompile_cli.capture import frames, jax_internals
 from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
 from recompile_cli.capture.frames import exception_summary
+from recompile_cli.capture.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.stale import Snapshot
+from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
+from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
+    CacheOutcome,
     Environment,
     Event,
     HookMode,
@@ -40,14 +44,11 @@ _STAGES = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
 # Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
 # start of a backend compile and its COMPILE_EVENT, so they belong to the compile that follows).
 _CACHE_STATUS = {
-    "/jax/compilation_cache/compile_requests_use_cache": "miss_not_written",
-    "/jax/compilation_cache/cache_misses": "miss_written",
-    "/jax/compilation_cache/cache_hits": "hit",
+    "/jax/compilation_cache/compile_requests_use_cache": CacheOutcome.MISS_NOT_WRITTEN,
+    "/jax/compilation_cache/cache_misses": CacheOutcome.MISS_WRITTEN,
+    "/jax/compilation_cache/cache_hits": CacheOutcome.HIT,
 }
 CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
-
-PRIVATE = HookMode.PRIVATE
-PUBLIC_ONLY = HookMode.PUBLIC_ONLY
 
 
 class Recorder:
@@ -58,8 +59,9 @@ class Recorder:
 
     Args:
         target: a label for what is being profiled, kept in the session.
-        hook_mode: ``"private"`` (default; falls back to public-only when the internals are
-            missing) or ``"public-only"`` to use only the public monitoring events.
+        hook_mode: ``HookMode.PRIVATE`` (default; falls back to public-only when the internals
+            are missing) or ``HookMode.PUBLIC_ONLY`` to use only the public monitoring events;
+            their values (``"private"``, ``"public-only"``) are accepted too.
         events_log: stream every event, each time it changes, to this JSON-lines file
             (flushed), so that a killed run leaves everything recorded until then.
         on_compile: called with each top-level event when its backend compile completes, on
@@ -67,21 +69,21 @@ class Recorder:
             what it raises is not caught: it reaches that call (the runtime guard uses this).
     """
 
-    def __init__(self, target: str = "", hook_mode: str = PRIVATE,
+    def __init__(self, target: str = "", hook_mode: HookMode = HookMode.PRIVATE,
                  events_log: str | Path | None = None,
                  on_compile: Callable[[Event], None] | None = None) -> None:
         self.target = target
         self._on_compile = on_compile
-        self._requested_mode = hook_mode
+        self._requested_mode = HookMode(hook_mode)
         self._events_log_path = events_log
         self._log: EventLog | None = None
         self.calls: dict[str, int] = {}  # function key -> calls counted, where known
         self._failures: list[str] = []
         self.calls_planned: int | None = None  # for "(3 of 40 calls raised)"
-        self.interrupted: int | None = None  # exit code when a signal stopped the target
+        self.interrupted: ExitCode | None = None  # set when a signal stopped the target
         self.failure_traceback: str | None = None  # the first failure's, as Python prints it
         self.compiles = 0  # backend compiles so far (for progress displays)
-        self.hook_mode = hook_mode
+        self.hook_mode = self._requested_mode
         self._lock = threading.Lock()
         self._local = threading.local()
         self._drafts: list[Draft] = []
@@ -105,7 +107,7 @@ class Recorder:
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Recorder:
         self._t0 = time.perf_counter()
-        if self._requested_mode == PRIVATE:
+        if self._requested_mode == HookMode.PRIVATE:
             reason = jax_internals.probe()
             if reason is None:
                 self._hooks = jax_internals.Hooks(self._on_trace, self._on_lower,
@@ -116,7 +118,7 @@ class Recorder:
                 self._warnings.append(f"JAX's tracing internals are unavailable ({reason}): "
                                       "counting compiles and times from the public "
                                       "jax.monitoring events only, without causes")
-        self.hook_mode = PRIVATE if self._hooks else PUBLIC_ONLY
+        self.hook_mode = HookMode.PRIVATE if self._hooks else HookMode.PUBLIC_ONLY
         self._cache_dir = _configured_cache_dir()
         jax_internals.register_listener("event_duration", self._on_duration)
         jax_internals.register_listener("event", self._on_event)
@@ -150,19 +152,17 @@ class Recorder:
 
     def stop(self) -> Session:
         """Stop listening, restore JAX, and return the frozen ``Session`` (also ``.session``)."""
-        from jax import monitoring
-
         self._wall = time.perf_counter() - self._t0
         self.set_call(None, None)
-        _unregister(monitoring, "event_duration", self._on_duration, self._warnings)
-        _unregister(monitoring, "event", self._on_event)
+        _unregister("event_duration", self._on_duration, self._warnings)
+        _unregister("event", self._on_event)
         if self._hooks is not None:
             self._warnings.extend(self._hooks.uninstall())
             self._hooks = None
         if self._internal_errors:
             self._warnings.append(f"{self._internal_errors} internal recorder error(s) were "
                                   "caught; the affected events may lack details")
-        if self.hook_mode == PUBLIC_ONLY and self._requested_mode == PUBLIC_ONLY:
+        if self.hook_mode == self._requested_mode == HookMode.PUBLIC_ONLY:
             self._warnings.append("hook mode public-only: causes and signatures are not "
                                   "recorded")
         if self._log is not None and self._log.problem:
@@ -257,7 +257,7 @@ class Recorder:
         try:
             status = _CACHE_STATUS.get(event)
             if status is not None and self._cache_dir:
-                if status == "miss_not_written":  # a new request: reset what the last one left
+                if status == CacheOutcome.MISS_NOT_WRITTEN:  # a new request: reset the last's
                     self._local.cache_saved = 0.0
                 self._local.cache_status = status
         except Exception as exc:
@@ -299,7 +299,7 @@ class Recorder:
         self._emit(current)
         return current
 
-    def _on_trace(self, info: jax_internals.TraceInfo) -> None:
+    def _on_trace(self, info: TraceInfo) -> None:
         if self._paused:
             return
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
@@ -325,7 +325,7 @@ class Recorder:
             traced[info.jaxpr_id] = draft
         self._emit(draft)
 
-    def _on_lower(self, info: jax_internals.LowerInfo) -> None:
+    def _on_lower(self, info: LowerInfo) -> None:
         if self._paused:
             return
         local = self._local
@@ -355,10 +355,10 @@ class Recorder:
 
     # -- helpers ---------------------------------------------------------------------------------
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
-             owner: str | None = None) -> Draft:
+             owner: Owner | None = None) -> Draft:
         draft = Draft(
             function=name, defined_at=defined_at,
-            owner=owner or frames.owner_of(frames.path_of(defined_at)),
+            owner=owner or frames.owner_of(path_of(defined_at)),
             call_site=frames.user_call_site(skip=2) or self._call_label,
             call_index=self._call_index, call_of=self._call_of, depth=depth,
             start=time.perf_counter() - seconds - self._t0)
@@ -418,11 +418,9 @@ def _configured_cache_dir() -> str | None:
     return cache_dir or None
 
 
-def _unregister(monitoring: Any, kind: str, callback: Any,
-                warnings: list[str] | None = None) -> None:
+def _unregister(kind: str, callback: Any, warnings: list[str] | None = None) -> None:
     """Remove a ``jax.monitoring`` listener; never raises (the API differs across JAX versions,
     see ``jax_internals.unregister_listener``). Notes in ``warnings`` when it was already gone."""
-    del monitoring  # jax_internals picks the right API for the installed JAX
     if not jax_internals.unregister_listener(kind, callback) and warnings is not None:
         warnings.append("the jax.monitoring listeners were removed while the program ran (e.g. "
                         "by jax.monitoring.clear_event_listeners()); compiles after that were "

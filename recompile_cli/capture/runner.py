@@ -14,25 +14,23 @@ import contextlib
 import inspect
 import os
 import runpy
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.capture import frames
+from recompile_cli import exits
+from recompile_cli.capture import frames, loader
 from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.frames import exception_summary
 from recompile_cli.capture.recorder import Recorder
-from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, TargetError, Terminated
+from recompile_cli.errors import TargetError
 from recompile_cli.session.model import HookMode, Session
-from recompile_cli.target import loader
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by `profile` only, not by `run`
-    from recompile_cli.target.spec import Spec
+    from recompile_cli.inputs.spec import Spec
 
 # progress(calls done, calls in all, compiles so far, seconds elapsed)
 Progress = Callable[[int, int, int, float], None]
@@ -44,13 +42,13 @@ class Outcome:
 
     session: Session
     failure: str | None  # one line when the target raised, exited or was interrupted
-    interrupted: int | None = None  # the exit code for an interruption (130, 143)
+    interrupted: exits.ExitCode | None = None  # the exit code of an interruption (130, 143)
     traceback: str | None = None  # the first exception's traceback, the user's frames
 
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    hook_mode: str = HookMode.PRIVATE
+    hook_mode: HookMode = HookMode.PRIVATE
     events_log: Path | None = None
     progress: Progress | None = None
     count_calls: bool = False  # scripts only: count calls of the functions the script jits
@@ -96,7 +94,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
     bad target and the interruptions that ``_recording`` turns into failures."""
     import jax
 
-    from recompile_cli.target.spec import materialize
+    from recompile_cli.inputs.spec import materialize
 
     resolve = loader.resolver()
     try:
@@ -116,7 +114,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
             try:
                 args = [materialize(v, resolve) for v in case.args]
                 kwargs = {k: materialize(v, resolve) for k, v in case.kwargs.items()}
-            except (KeyboardInterrupt, Terminated):
+            except exits.INTERRUPTIONS:
                 raise
             except BaseException as exc:
                 recorder.fail(exception_summary(f"building the arguments of {case.label}",
@@ -126,7 +124,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
         recorder.count_call(key)
         try:
             jax.block_until_ready(call(*args, **kwargs))
-        except (KeyboardInterrupt, Terminated):
+        except exits.INTERRUPTIONS:
             raise
         except SystemExit as exc:
             recorder.fail(f"{case.label} called sys.exit({exc.code!r})")
@@ -146,7 +144,7 @@ def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any
                     no_jit: bool) -> None:
     """Before any call: static arguments name real parameters, and a target profiled without a
     spec takes no required argument."""
-    from recompile_cli.target.jit_options import check_static_args
+    from recompile_cli.inputs.jit_options import check_static_args
 
     if not no_jit and not is_jitted(found.function):
         check_static_args(found.function, jit_options, spec.path or "--static-argnames/nums")
@@ -184,7 +182,7 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
         try:
             with counter if options.count_calls else contextlib.nullcontext():
                 runpy.run_path(str(script), run_name="__main__")
-        except (KeyboardInterrupt, Terminated):
+        except exits.INTERRUPTIONS:
             raise
         except SystemExit as exc:
             if exc.code not in (None, 0):
@@ -221,32 +219,16 @@ def _recording(label: str, options: RunOptions) -> Iterator[Recorder]:
     cwd = os.getcwd()
     jax.clear_caches()
     recorder.start()
-    previous = _on_sigterm()
     try:
-        yield recorder
-    except KeyboardInterrupt:
-        recorder.interrupted = EXIT_SIGINT
-        recorder.fail("interrupted by Ctrl-C (SIGINT)")
-    except Terminated:
-        recorder.interrupted = EXIT_SIGTERM
-        recorder.fail("terminated by SIGTERM")
+        with exits.sigterm_raises():
+            yield recorder
+    except exits.INTERRUPTIONS as exc:
+        recorder.interrupted = exits.interruption_code(exc)
+        recorder.fail(exits.interruption_text(recorder.interrupted))
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(OSError):
             os.chdir(cwd)
         recorder.stop()
-
-
-def _on_sigterm() -> Any:
-    """Make SIGTERM stop the target like Ctrl-C does (main thread only); the old handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def terminate(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    return signal.signal(signal.SIGTERM, terminate)
 
 
 def _outcome(recorder: Recorder) -> Outcome:

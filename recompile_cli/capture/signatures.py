@@ -22,7 +22,8 @@ from typing import Any
 
 from recompile_cli.capture import frames, pytrees
 from recompile_cli.capture.pytrees import full_repr
-from recompile_cli.session.model import Change, Leaf, Owner
+from recompile_cli.session.locations import path_of
+from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner
 
 __all__ = ["LowerInfo", "LoweringKeys", "TraceInfo", "full_repr", "lower_info", "short_repr",
            "trace_info"]
@@ -71,7 +72,6 @@ class TraceInfo:
     defined_at: str | None
     eager_primitive: bool
     depth: int
-    retraced: bool
     seconds: float
     leaves: dict[str, Leaf]
     static: dict[str, str]
@@ -79,7 +79,7 @@ class TraceInfo:
     positional: int
     keywords: tuple[str, ...]
     context: dict[str, str]
-    function_kind: str
+    function_kind: FunctionKind
     error: BaseException | None
     jaxpr_id: int | None  # id of the traced ClosedJaxpr, to pair the trace with its lowering
 
@@ -118,7 +118,7 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     name, defined_at = name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
-    if frames.owner_of(frames.path_of(defined_at)) == Owner.LIBRARY:
+    if frames.owner_of(path_of(defined_at)) == Owner.LIBRARY:
         defined_at = user_function_behind(
             fun, lambda: [args[i] for i in static_nums if i < len(args)], name) or defined_at
     params = param_names(ji, len(args))
@@ -133,7 +133,7 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     return TraceInfo(
         fun=fun, name=name, defined_at=defined_at,
         eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
-        retraced=True, seconds=seconds, leaves=leaves, static=static, structure=structures,
+        seconds=seconds, leaves=leaves, static=static, structure=structures,
         positional=len(args), keywords=tuple(sorted(kwargs)),
         context=context, function_kind=function_kind(fun),
         error=error, jaxpr_id=None if jaxpr is None else id(jaxpr))
@@ -232,18 +232,18 @@ _PARAM_NAMES: dict[tuple[int, int], tuple[Any, tuple[str, ...]]] = {}
 
 
 # -- functions -----------------------------------------------------------------------------------
-def function_kind(fun: Any) -> str:
+def function_kind(fun: Any) -> FunctionKind:
     """What kind of callable ``fun`` is, to name the pattern behind a new function object."""
     if isinstance(fun, functools.partial):
-        return "partial"
+        return FunctionKind.PARTIAL
     if inspect.ismethod(fun):
-        return "bound_method"
+        return FunctionKind.BOUND_METHOD
     name = getattr(fun, "__name__", "")
     if name == "<lambda>":
-        return "lambda"
+        return FunctionKind.LAMBDA
     if "<locals>" in getattr(fun, "__qualname__", ""):
-        return "closure"
-    return "function"
+        return FunctionKind.CLOSURE
+    return FunctionKind.FUNCTION
 
 
 def user_function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str

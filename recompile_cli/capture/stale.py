@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recompile_cli.capture.frames import python_function
+from recompile_cli.session.model import CaptureScope
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()
@@ -50,7 +51,7 @@ class Snapshot:
             return None
         return cls(globals_dict, global_values, cells)
 
-    def stale(self) -> list[tuple[str, str, str, str]]:
+    def stale(self) -> list[tuple[str, CaptureScope, str, str]]:
         """(variable, scope, traced value, current value) for each value that changed since."""
         out = []
         for name, (print_then, text_then) in self.global_values.items():
@@ -58,14 +59,14 @@ class Snapshot:
                 break
             now = _fingerprint(self.globals_dict.get(name, _MISSING))
             if now is not None and now[0] != print_then:
-                out.append((name, "global", text_then, now[1]))
+                out.append((name, CaptureScope.GLOBAL, text_then, now[1]))
         for name, (cell, (print_then, text_then)) in self.cells.items():
             try:
                 now = _fingerprint(cell.cell_contents)
             except ValueError:
                 continue
             if now is not None and now[0] != print_then:
-                out.append((name, "closure", text_then, now[1]))
+                out.append((name, CaptureScope.CLOSURE, text_then, now[1]))
         return out
 
 

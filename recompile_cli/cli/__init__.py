@@ -1,4 +1,5 @@
-"""The command line (the only code that prints): commands in ``app``, output in ``output``."""
+"""The command line (the only code that prints): commands in ``app`` and ``merge_command``,
+output in ``output``, and the runs of ``check`` in ``check_runner``."""
 
 from recompile_cli.cli.app import app, main
 

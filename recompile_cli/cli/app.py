@@ -1,27 +1,23 @@
 """The commands: validate every input, call the library, hand the results to ``output``, exit.
 
-Exit codes: 0 ran (and every gate held), 1 a gate failed, 2 bad input, 3 the profiled target
-raised or exited, 130/143 Ctrl-C/SIGTERM. ``user_errors`` is the one place that turns a
-``RecompileError`` into its message and exit code. Heavy modules (JAX, pandas) are imported
-inside the commands that need them, so ``--help`` stays fast.
+Exit codes and signals are ``exits``'s; ``output.user_errors`` is the one place that turns a
+``RecompileError`` or an interruption into its message and exit code. Heavy modules (JAX,
+pandas) are imported inside the commands that need them, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import signal
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from recompile_cli import exits
 from recompile_cli.cli import merge_command, output
-from recompile_cli.cli.output import Problems, ReportFiles
-from recompile_cli.errors import EXIT_SIGINT, EXIT_SIGTERM, RecompileError, Terminated
+from recompile_cli.cli.output import Problems, ReportFiles, user_errors
+from recompile_cli.errors import RecompileError
 from recompile_cli.render.registry import FORMATS
 from recompile_cli.session.model import CauseCode, HookMode
 
@@ -89,22 +85,6 @@ MaxCallsOption = Annotated[int | None, typer.Option(
     "100,000).")]
 
 
-@contextlib.contextmanager
-def user_errors() -> Iterator[None]:
-    """The one place a ``RecompileError`` becomes its message and exit code (and Ctrl-C or
-    SIGTERM before anything was recorded, 130 or 143)."""
-    try:
-        yield
-    except RecompileError as exc:
-        output.fail(exc)
-    except KeyboardInterrupt:
-        typer.echo("recompile-cli: interrupted by Ctrl-C (SIGINT).", err=True)
-        raise typer.Exit(EXIT_SIGINT) from None
-    except Terminated:
-        typer.echo("recompile-cli: terminated by SIGTERM.", err=True)
-        raise typer.Exit(EXIT_SIGTERM) from None
-
-
 @dataclass(frozen=True, slots=True)
 class Request:
     """Everything a run's report and gates need, validated before the target runs."""
@@ -130,12 +110,11 @@ def _request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bo
                         output.absolute(save), show_all)
     if files.output is not None:
         output.output_format(files)
-    for path, option in ((files.output, "--output"), (files.save, "--save"),
-                         (output.absolute(junit), "--junit-xml"),
-                         (output.absolute(events_log), "--events-log")):
+    output.check_writable(files.output, "--output", folder_ok=True)  # CSV tables: a folder
+    for path, option in ((files.save, "--save"), (output.absolute(junit), "--junit-xml"),
+                         (output.absolute(events_log), "--events-log"),
+                         (output.absolute(save_baseline), "--save-baseline")):
         output.check_writable(path, option)
-    if save_baseline is not None:
-        baselines.check_writable(output.absolute(save_baseline))  # type: ignore[arg-type]
     loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
     gates = Gates(max_compiles=max_compiles, fail_on=_cause_codes(fail_on),
                   list_all=junit is not None)
@@ -169,7 +148,7 @@ def profile(
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from recompile_cli.capture import runner
-    from recompile_cli.target.spec import load_spec, single_call
+    from recompile_cli.inputs.spec import load_spec, single_call
 
     with user_errors():
         request = _request(fmt, output_path, save, show_all, max_compiles, fail_on, baseline,
@@ -184,8 +163,7 @@ def profile(
         progress = None if quiet else output.progress_printer()
         try:
             outcome = runner.profile(target, spec, jit_options, no_jit, keep_going,
-                                     runner.RunOptions(hook_mode.value, request.events_log,
-                                                       progress))
+                                     runner.RunOptions(hook_mode, request.events_log, progress))
         finally:
             output.end_progress(progress)
     _finish(outcome, request)
@@ -224,7 +202,7 @@ def run(
             None, "table")
         with output.script_stdout_to_stderr(machine_readable):
             outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
-                hook_mode.value, request.events_log, count_calls=count_calls))
+                hook_mode, request.events_log, count_calls=count_calls))
     _finish(outcome, request)
 
 
@@ -241,9 +219,9 @@ def check(
     strict: StrictOption = False,
 ) -> None:
     """Run every target of the budget file and fail (exit 1) when a budget is broken."""
+    from recompile_cli.cli.check_runner import run_checks
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.budgets import find_budget_file, load_budget_file
-    from recompile_cli.gate.check import run_checks
     from recompile_cli.gate.evaluate import evaluate
 
     problems = Problems()
@@ -253,11 +231,10 @@ def check(
         junit = output.absolute(junit_xml)
         output.check_writable(junit, "--junit-xml")
         save_to = output.absolute(save_baseline)
-        if save_to is not None:
-            baselines.check_writable(save_to)
+        output.check_writable(save_to, "--save-baseline")
         loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
-        runs, interrupted = run_checks(budgets, hook_mode.value)
-    with output.deferred_signals() as received:
+        runs, interrupted = run_checks(budgets, hook_mode)
+    with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {path} --save-baseline {baseline}",
                           strict)
         if save_to is not None and not interrupted:
@@ -306,8 +283,8 @@ def diff(
     ] = False,
 ) -> None:
     """Per-function change in traces, compiles and compile seconds, and causes new in NEW."""
+    from recompile_cli.analysis.compare import diff_reports
     from recompile_cli.analysis.report import analyse
-    from recompile_cli.gate.diff import diff_reports
     from recompile_cli.render.diff import render_diff
     from recompile_cli.session.files import load_session
 
@@ -316,7 +293,7 @@ def diff(
                                            analyse(load_session(new)))
     typer.echo(render_diff(changes, new_causes, str(old), str(new)), nl=False)
     regressed = fail_on_regression and any(c.regressed for c in changes)
-    raise typer.Exit(1 if regressed else 0)
+    raise typer.Exit(exits.exit_code(gate_held=not regressed))
 
 
 app.command(name="merge")(merge_command.merge)
@@ -333,7 +310,7 @@ def _finish(outcome: Outcome, request: Request) -> None:
                       junit=output.for_process(request.junit, env),
                       save_baseline=output.for_process(request.save_baseline, env))
     problems = Problems()
-    with output.deferred_signals() as received:
+    with exits.deferred_signals() as received:
         output.save_session(outcome.session, request.files.save, problems)
         report = analyse(outcome.session)
         output.emit_report(report, request.files, problems)
@@ -365,35 +342,24 @@ def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]
     return out
 
 
-def _cause_codes(text: str | None) -> tuple[str, ...]:
-    codes = tuple(c.strip() for c in (text or "").split(",") if c.strip())
+def _cause_codes(text: str | None) -> tuple[CauseCode, ...]:
+    codes = [c.strip() for c in (text or "").split(",") if c.strip()]
     known = [code.value for code in CauseCode]
     unknown = [c for c in codes if c not in known]
     if unknown:
         raise RecompileError(f"--fail-on: unknown cause code(s) {', '.join(unknown)}; use "
                              f"{', '.join(known)}.")
-    return codes
+    return tuple(map(CauseCode, codes))
 
 
 def main() -> None:
     """The ``recompile-cli`` console script: Ctrl-C or SIGTERM before anything was recorded
     ends with 130/143 and one line, never a traceback."""
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        def terminate(signum: int, frame: Any) -> None:
-            raise Terminated()
-
-        previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        app(prog_name="recompile-cli")
-    except KeyboardInterrupt:
-        typer.echo("recompile-cli: interrupted by Ctrl-C (SIGINT) before anything was "
-                   "recorded.", err=True)
-        raise SystemExit(EXIT_SIGINT) from None
-    except Terminated:
-        typer.echo("recompile-cli: terminated by SIGTERM before anything was recorded.",
-                   err=True)
-        raise SystemExit(EXIT_SIGTERM) from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with exits.sigterm_raises():
+        try:
+            app(prog_name="recompile-cli")
+        except exits.INTERRUPTIONS as exc:
+            code = exits.interruption_code(exc)
+            typer.echo(f"recompile-cli: {exits.interruption_text(code)} before anything was "
+                       "recorded.", err=True)
+            raise SystemExit(code) from None

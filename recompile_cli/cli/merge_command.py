@@ -49,18 +49,18 @@ def merge(
     """Merge the reports of the processes of one multi-process JAX job and show where they
     compile differently (compile counts, signatures, causes), call by call."""
     from recompile_cli.analysis.divergence import compare
-    from recompile_cli.analysis.merge import merge_files
-    from recompile_cli.cli.app import user_errors
+    from recompile_cli.analysis.merge import merge_reports
     from recompile_cli.render.merged import render
+    from recompile_cli.session.files import load_session
 
     problems = Problems()
-    with user_errors():
+    with output.user_errors():
         to = output.absolute(output_path)
         save_to = output.absolute(save)
         file_format = _file_format(fmt, to)
         output.check_writable(to, "--output")
         output.check_writable(save_to, "--save")
-        merged = merge_files(reports)
+        merged = merge_reports([(str(path), load_session(path)) for path in reports])
     comparison = compare(merged.parts)
     output.save_session(merged.session, save_to, problems)
     if to is not None and file_format is not None:

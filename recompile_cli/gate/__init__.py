@@ -1,3 +1,4 @@
-"""Gates: budget files, the checks of counts against limits and baselines, ``check`` and
-``diff``. Pure over ``Report``s, except ``check``, which runs the budget file's targets.
+"""Gates: budget files (``budgets``), baseline files (``baseline``) and the one evaluator of
+counts against limits and baselines (``evaluate``). Pure over ``Report``s: running a budget
+file's targets is ``cli.check_runner``'s, comparing two runs ``analysis.compare``'s.
 """

@@ -4,7 +4,7 @@ Read from ``recompile-budget.yaml`` or ``[tool.recompile-cli]`` in ``pyproject.t
 completely; paths in it are relative to the file's folder. Errors name file, line and field
 (TOML errors name the field only). Booleans must be booleans; limits must be finite and
 non-negative. The YAML reader refuses non-UTF-8 text, duplicate keys, deep nesting and alias
-bombs (see ``target.yaml_doc``).
+bombs (see ``inputs.yaml_doc``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recompile_cli.analysis.causes import CAUSE_CODES
 from recompile_cli.errors import BudgetError
-from recompile_cli.target.jit_options import parse_jit_options
-from recompile_cli.target.yaml_doc import Invalid, Where, load_yaml, only_keys, read_text
+from recompile_cli.inputs.fields import Invalid, Where, only_keys
+from recompile_cli.inputs.jit_options import parse_jit_options
+from recompile_cli.session.model import CauseCode
 
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
@@ -36,7 +36,7 @@ class Budget:
     max_traces: int | None = None
     max_compile_seconds: float | None = None
     tolerance: float = DEFAULT_TOLERANCE  # max_compile_seconds may be exceeded by this fraction
-    allowed_causes: tuple[str, ...] | None = None
+    allowed_causes: tuple[CauseCode, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,10 @@ def find_budget_file(explicit: str | Path | None, cwd: Path | None = None) -> Pa
 
 
 def load_budget_file(path: str | Path) -> BudgetFile:
+    """The budget file at ``path`` (YAML, or TOML's ``[tool.recompile-cli]``), validated;
+    ``BudgetError`` naming the line and field of the first problem."""
+    from recompile_cli.inputs.yaml_doc import load_yaml, read_text  # PyYAML: only here
+
     path = Path(path)
     text = read_text(path, BudgetError, "budget file")
     lines: str | None = text  # for line numbers in messages: YAML only
@@ -168,15 +172,16 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
                                           f"{value!r}")
     causes = raw.get("allowed_causes")
     if causes is not None:
+        known = [code.value for code in CauseCode]
         if not isinstance(causes, list):
             raise Invalid((*where, "allowed_causes"), "must be a list of cause codes: "
-                                                       + ", ".join(CAUSE_CODES))
+                                                       + ", ".join(known))
         for i, code in enumerate(causes):
-            if not isinstance(code, str) or code not in CAUSE_CODES:
+            if code not in known:
                 raise Invalid((*where, "allowed_causes", i),
                               f"{code!r} is not a cause code; allowed_causes must be a list of "
-                              "cause codes: " + ", ".join(CAUSE_CODES))
-        causes = tuple(causes)
+                              "cause codes: " + ", ".join(known))
+        causes = tuple(map(CauseCode, causes))
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
                   raw.get("max_compile_seconds"), float(raw.get("tolerance", DEFAULT_TOLERANCE)),
                   causes)

@@ -7,15 +7,14 @@ HTML, terminal text without control characters."""
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
 from tabulate import tabulate
 
-from recompile_cli.capture.frames import relative
 from recompile_cli.gate.evaluate import GateResult, Violation
 from recompile_cli.render import escape
+from recompile_cli.session import locations
 
 
 def gate_summary(result: GateResult, markdown: bool = False) -> str:
@@ -88,9 +87,9 @@ def github_annotations(violations: Iterable[Violation]) -> list[str]:
     line each: property values and the message are escaped as GitHub unescapes them."""
     out = []
     for v in violations:
-        match = re.fullmatch(r"(.+?):(\d+)(?: \(.*\))?", escape.text(v.call_site))
-        props = ([("file", relative(match.group(1))), ("line", match.group(2))] if match
-                 else []) + [("title", f"recompile-cli {v.rule}")]
+        where = locations.parse(escape.text(v.call_site))
+        props = ([("file", locations.display(where.path)), ("line", str(where.line))]
+                 if where else []) + [("title", f"recompile-cli {v.rule}")]
         fields = ",".join(f"{key}={escape.github_property(value)}" for key, value in props)
         out.append(f"::error {fields}::{escape.github_data(v.message)}")
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from recompile_cli.gate.diff import FunctionChange, NewCause
+from recompile_cli.analysis.compare import FunctionChange, NewCause
 from recompile_cli.render.escape import terminal as show
 
 HEADERS = ["function", "traces", "trace change", "compiles", "compile change", "compile s"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from recompile_cli.analysis.report import Report
 from recompile_cli.render.escape import html as escape
-from recompile_cli.render.table import location
+from recompile_cli.session.locations import display as location
 from recompile_cli.session.model import Event, Owner, function_key
 
 STAGE_COLOURS = {"trace": "#4e79a7", "lower": "#f28e2b", "compile": "#e15759"}
@@ -124,7 +124,7 @@ def timeline(report: Report, show_all: bool) -> str:
 
     scale = (WIDTH - LABEL - 10) / end
     height = ROW * len(rows) + 30
-    parts = [(f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+    parts = [(f'<svg id="timeline" width="{WIDTH}" '
               f'height="{height}" role="img" aria-label="compiles over the run per function">')]
     for key, label in order.items():
         y = rows[key] * ROW

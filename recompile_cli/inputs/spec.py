@@ -17,16 +17,17 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from recompile_cli.errors import SpecError
-from recompile_cli.target.jit_options import JIT_OPTIONS, parse_jit_options
-from recompile_cli.target.yaml_doc import Invalid, Where, load_yaml, only_keys, read_text
+from recompile_cli.inputs.fields import Invalid, Where, only_keys
+from recompile_cli.inputs.jit_options import JIT_OPTIONS, parse_jit_options
+from recompile_cli.inputs.yaml_doc import load_yaml, read_text
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
-FILLS = ("normal", "uniform", "zeros", "ones", "arange")
 ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
             "uint32": 4, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
             "complex64": 8, "complex128": 16}
@@ -36,9 +37,11 @@ __all__ = [
     "DEFAULT_MAX_ARRAY_BYTES",
     "DEFAULT_MAX_CALLS",
     "JIT_OPTIONS",
+    "ArrayKind",
     "ArraySpec",
     "CallSpec",
     "Case",
+    "Fill",
     "ScalarSpec",
     "Spec",
     "TupleSpec",
@@ -49,14 +52,32 @@ __all__ = [
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
+class ArrayKind(StrEnum):
+    """What an ``ArraySpec`` builds: ``{array: SHAPE}`` a jax.Array, ``{numpy: SHAPE}`` a numpy
+    array."""
+
+    ARRAY = "array"
+    NUMPY = "numpy"
+
+
+class Fill(StrEnum):
+    """The values of a spec array (``fill:``); ``materialize`` says how each is drawn."""
+
+    NORMAL = "normal"
+    UNIFORM = "uniform"
+    ZEROS = "zeros"
+    ONES = "ones"
+    ARANGE = "arange"
+
+
 @dataclass(frozen=True, slots=True)
 class ArraySpec:
     """``{array: SHAPE}`` (a jax.Array) or ``{numpy: SHAPE}`` (a numpy array)."""
 
-    kind: str  # "array" | "numpy"
+    kind: ArrayKind
     shape: tuple[int, ...]
     dtype: str
-    fill: str
+    fill: Fill
     seed: int
 
 
@@ -199,7 +220,7 @@ def _defaults(raw: Any, where: Where) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise Invalid(where, "must be a mapping of dtype/fill/seed")
     only_keys(raw, ("dtype", "fill", "seed"), where)
-    out = {"dtype": "float32", "fill": "normal", "seed": 0}
+    out = {"dtype": "float32", "fill": Fill.NORMAL, "seed": 0}
     out.update(raw)
     _check_array_options(out, where)
     return out
@@ -280,14 +301,15 @@ def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
         raise Invalid(where, f"has both {forms[0]!r} and {forms[1]!r}; a value is one form "
                               "(use {dict: {...}} for a dict with such keys)")
     form = forms[0]
-    if form in ("array", "numpy"):
+    if form in (ArrayKind.ARRAY, ArrayKind.NUMPY):
         only_keys(raw, (form, "dtype", "fill", "seed"), where)
         options = {k: raw.get(k, defaults[k]) for k in ("dtype", "fill", "seed")}
         _check_array_options(options, where)
         shape = _shape(raw[form], (*where, form))
         _check_array_bytes(shape, options["dtype"], (*where, form),
                            defaults.get("max_array_bytes", DEFAULT_MAX_ARRAY_BYTES))
-        return ArraySpec(form, shape, **options)
+        return ArraySpec(ArrayKind(form), shape, options["dtype"], Fill(options["fill"]),
+                         options["seed"])
     if form == "scalar":
         only_keys(raw, ("scalar", "dtype"), where)
         value = raw["scalar"]
@@ -334,9 +356,9 @@ def _check_array_options(options: dict[str, Any], where: Where) -> None:
     if "dtype" in options and options["dtype"] not in DTYPES:
         raise Invalid((*where, "dtype"), f"unknown dtype {options['dtype']!r}; use one of "
                                            + ", ".join(DTYPES))
-    if "fill" in options and options["fill"] not in FILLS:
+    if "fill" in options and options["fill"] not in tuple(Fill):
         raise Invalid((*where, "fill"), f"unknown fill {options['fill']!r}; use one of "
-                                          + ", ".join(FILLS))
+                                          + ", ".join(Fill))
     seed = options.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise Invalid((*where, "seed"), f"must be a non-negative integer, got {seed!r}")
@@ -358,7 +380,7 @@ def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]]) -> Any
 
     if isinstance(value, ArraySpec):
         data = _fill(value)
-        return jnp.asarray(data) if value.kind == "array" else data
+        return jnp.asarray(data) if value.kind == ArrayKind.ARRAY else data
     if isinstance(value, ScalarSpec):
         return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
     if isinstance(value, TupleSpec):
@@ -385,13 +407,13 @@ def _fill(value: ArraySpec) -> Any:
 
     dtype = np.dtype(jnp.dtype(value.dtype))
     shape, fill = value.shape, value.fill
-    if fill == "zeros":
+    if fill == Fill.ZEROS:
         return np.zeros(shape, dtype)
-    if fill == "ones":
+    if fill == Fill.ONES:
         return np.ones(shape, dtype)
     native = dtype in (np.dtype(np.float32), np.dtype(np.float64))
     real = np.dtype(np.float64) if dtype == np.dtype(np.complex128) else np.dtype(np.float32)
-    if fill == "arange":
+    if fill == Fill.ARANGE:
         size = math.prod(shape)
         if native or dtype.kind in "iu":
             return np.arange(size, dtype=dtype).reshape(shape)
@@ -400,10 +422,10 @@ def _fill(value: ArraySpec) -> Any:
     if dtype.kind == "b":
         return rng.integers(0, 2, size=shape, dtype=dtype)
     if dtype.kind in "iu":
-        low, high = (-3, 4) if fill == "normal" and dtype.kind == "i" else (
-            (0, 4) if fill == "normal" else (0, 10))
+        low, high = (-3, 4) if fill == Fill.NORMAL and dtype.kind == "i" else (
+            (0, 4) if fill == Fill.NORMAL else (0, 10))
         return rng.integers(low, high, size=shape, dtype=dtype)
-    draw = rng.standard_normal if fill == "normal" else rng.random
+    draw = rng.standard_normal if fill == Fill.NORMAL else rng.random
     if native:
         return draw(shape, dtype=dtype)
     return draw(shape, dtype=real).astype(dtype)

@@ -1,4 +1,5 @@
-"""Finding user code: ``module:attr.path`` and ``path/file.py:attr.path`` targets, and scripts.
+"""Finding and importing user code: ``module:attr.path`` and ``path/file.py:attr.path``
+targets, and scripts. Importing a module runs the user's code, so this lives in capture.
 
 Imports put the module's folder first on ``sys.path`` (like ``python file.py``); an import that
 fails or a name that does not exist becomes a ``TargetError`` that says what to do.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recompile_cli.capture.frames import user_frame_of
 from recompile_cli.errors import TargetError
 
 
@@ -114,8 +116,6 @@ def check_script(path: str) -> Path:
 
 
 def _import_failed(name: str, exc: BaseException) -> TargetError:
-    from recompile_cli.capture.frames import user_frame_of
-
     try:
         message = str(exc)
     except Exception:  # an exception whose __str__ raises

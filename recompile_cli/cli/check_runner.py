@@ -1,4 +1,5 @@
-"""``recompile-cli check``: run every target of a budget file and pair each with its gates.
+"""``recompile-cli check``: run every target of a budget file and pair each with its gates (the
+orchestration of capture, analysis and gate that the command needs; ``gate`` itself stays pure).
 
 Everything in the file (and every spec it names) is validated before anything runs; targets run
 from the budget file's folder, since its paths are relative to it. A target that raises or exits
@@ -16,14 +17,15 @@ from pathlib import Path
 from recompile_cli.analysis.report import Report, analyse
 from recompile_cli.capture import runner
 from recompile_cli.capture.runner import Outcome
+from recompile_cli.exits import ExitCode
 from recompile_cli.gate.budgets import BudgetFile, TargetBudget
 from recompile_cli.gate.evaluate import Gated, Gates
-from recompile_cli.session.model import FunctionKey
-from recompile_cli.target.spec import Spec, load_spec, single_call
+from recompile_cli.inputs.spec import Spec, load_spec, single_call
+from recompile_cli.session.model import FunctionKey, HookMode
 
 
-def run_checks(budgets: BudgetFile, hook_mode: str = "private"
-               ) -> tuple[list[Gated], int | None]:
+def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE
+               ) -> tuple[list[Gated], ExitCode | None]:
     """Run the targets in order; returns each run with its gates, and the exit code of an
     interruption (130/143) that stopped the check early, if any."""
     runs: list[Gated] = []
@@ -47,7 +49,7 @@ def _spec(target: TargetBudget) -> Spec | None:
     return load_spec(target.args) if target.args is not None else single_call()
 
 
-def _run(target: TargetBudget, spec: Spec | None, hook_mode: str) -> Outcome:
+def _run(target: TargetBudget, spec: Spec | None, hook_mode: HookMode) -> Outcome:
     if target.script is not None:
         return runner.run_script(target.script, list(target.script_args), runner.RunOptions(
             hook_mode, count_calls=target.steady_state_after is not None))

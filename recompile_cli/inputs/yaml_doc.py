@@ -1,7 +1,7 @@
-"""Reading YAML documents, and validation errors that name the file, the line and the field.
+"""Reading YAML documents (spec and budget files), and the line of a field in one.
 
-Shared by the spec and budget-file validators: raise ``Invalid(where, message)`` with the path
-of keys and indices to the bad field; ``Invalid.located`` turns it into the user's message.
+The field-error kit that validators raise (``Invalid``) is ``inputs.fields``, which finds the
+line of a bad field with ``line_of`` (this module imports nothing of the package).
 
 Reading is defensive, because these files come from anyone's repository: a file larger than
 ``MAX_YAML_BYTES`` is refused before it is read, the text must be UTF-8, a mapping may not
@@ -23,18 +23,6 @@ MAX_YAML_BYTES = 16 * 1024 * 1024  # spec and budget files are hand-written: 16 
 MAX_YAML_DEPTH = 100  # nested sequences/mappings
 MAX_YAML_NODES = 100_000  # values after expanding every alias
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-Where = tuple[Any, ...]  # the path of keys and indices to a field
-
-
-class Invalid(Exception):
-    def __init__(self, where: Where, message: str) -> None:
-        super().__init__(message)
-        self.where, self.message = where, message
-
-    def located(self, path: Any, text: str | None = None) -> str:
-        line = line_of(text, self.where) if text is not None else None
-        at = f", line {line}" if line else ""
-        return f"{path}{at}, field {field_name(self.where)}: {self.message}"
 
 
 def read_text(path: Path, error: type[Exception], what: str, hint: str = "",
@@ -179,21 +167,7 @@ def _check_expansion(root: Node) -> None:
                 stack.append((child, False))
 
 
-def only_keys(raw: dict[Any, Any], allowed: tuple[str, ...], where: Where) -> None:
-    for key in raw:
-        if key not in allowed:
-            raise Invalid((*where, key), f"unknown field {key!r}; allowed here: "
-                                          + ", ".join(allowed))
-
-
-def field_name(where: Where) -> str:
-    text = ""
-    for part in where:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
-def line_of(text: str, where: Where) -> int | None:
+def line_of(text: str, where: tuple[Any, ...]) -> int | None:
     """The 1-based line of the deepest node along ``where`` in the YAML source."""
     try:
         node = compose(text)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recompile_cli.errors import JitOptionError
-from recompile_cli.target.yaml_doc import Invalid, Where
+from recompile_cli.inputs.fields import Invalid, Where
 
 JIT_OPTIONS = ("static_argnames", "static_argnums", "donate_argnames", "donate_argnums")
 

@@ -1,0 +1,142 @@
+"""The package's floor plan, read from its source with ``ast`` (nothing of it is imported).
+
+Every import counts: module-level, function-local and type-only ones. Data flows one way,
+inputs -> capture -> session -> analysis -> render and gate, and no two modules import each
+other, directly or around a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "recompile_cli"
+
+# What each layer may import besides itself. The front doors (``api``, ``cli``, ``notebook``,
+# ``guards``, ``pytest_plugin``, the package itself) may import any layer.
+LEAVES = {"exits", "errors", "fileio"}
+ALLOWED = {
+    "exits": set(),
+    "errors": {"exits"},
+    "fileio": {"exits", "errors"},
+    "inputs": LEAVES,
+    "session": LEAVES,
+    "capture": LEAVES | {"inputs", "session"},
+    "analysis": LEAVES | {"session"},
+    "gate": LEAVES | {"inputs", "session", "analysis"},
+    "render": LEAVES | {"session", "analysis", "gate"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(module: str) -> Iterator[str]:
+    """The modules of the package that ``module`` imports (a name imported from a package is
+    its submodule when there is one, else the package)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                yield name
+
+
+GRAPH = {module: set(imported(module)) for module in MODULES}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_graph_sees_the_package():
+    assert "recompile_cli.session.model" in GRAPH["recompile_cli.analysis.report"]
+    assert "recompile_cli.capture.recorder" in GRAPH["recompile_cli.api"]  # a local import
+
+
+def test_layers_import_only_what_lies_before_them():
+    wrong = sorted(f"{module} -> {target}" for module, targets in GRAPH.items()
+                   for target in targets if layer(module) in ALLOWED
+                   and layer(target) != layer(module)
+                   and layer(target) not in ALLOWED[layer(module)])
+    assert wrong == []
+
+
+def test_no_layer_after_capture_imports_capture():
+    wrong = sorted(f"{module} -> {target}" for module, targets in GRAPH.items()
+                   for target in targets
+                   if layer(module) in {"analysis", "gate", "render", "session", "inputs"}
+                   and layer(target) == "capture")
+    assert wrong == []
+
+
+def test_no_import_cycles():
+    assert cycles(GRAPH) == []
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, with an
+    explicit stack)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

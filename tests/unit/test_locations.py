@@ -1,0 +1,62 @@
+"""``file:line`` locations and stored pytree structures: the session's own texts, read back."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from recompile_cli.session import locations
+from recompile_cli.session.locations import Location
+from recompile_cli.session.model import FunctionKey
+from recompile_cli.session.structures import node_map, node_map_text, treedef_text
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("prog.py:7", Location("prog.py", 7)),
+    ("/a/b/prog.py:12 (step)", Location("/a/b/prog.py", 12, "step")),
+    ("C:\\work\\prog.py:3", Location("C:\\work\\prog.py", 3)),  # a drive letter's colon
+    ("a:1:2", Location("a:1", 2)),
+    ("a.py:2 (g:3 (h))", Location("a.py", 2, "g:3 (h)")),  # the function may hold anything
+    ("prog.py", None), ("prog.py:", None), (":7", None), ("prog.py:x7", None), ("", None),
+    (None, None), ("prog.py:²", None),  # a digit that int() does not read
+])
+def test_locations_and_call_sites_parse(text, parsed):
+    assert locations.parse(text) == parsed
+
+
+def test_path_of_and_is_location_take_plain_locations_only():
+    assert locations.path_of("/a/prog.py:7") == "/a/prog.py"
+    assert locations.path_of("prog.py") == "prog.py"
+    assert locations.path_of(None) is None
+    assert locations.path_of("prog.py:7 (f)") == "prog.py:7 (f)"  # a call site is not a location
+    assert locations.is_location("prog.py:7")
+    assert not locations.is_location("prog.py:7 (f)")
+    assert not locations.is_location("prog.py")
+
+
+def test_function_keys_read_back_only_with_a_location():
+    assert FunctionKey.parse("step@/a/prog.py:7") == FunctionKey("step", "/a/prog.py:7")
+    assert FunctionKey.parse("a@b") == FunctionKey("a@b")
+    assert FunctionKey.parse("@prog.py:7") == FunctionKey("@prog.py:7")
+    key = FunctionKey("f@weird", "x.py:1")
+    assert FunctionKey.parse(str(key)) == key
+
+
+def test_locations_show_relative_to_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    here = os.getcwd()
+    assert locations.relative(f"{here}{os.sep}prog.py:7") == "prog.py:7"
+    assert locations.relative("/elsewhere/prog.py:7") == "/elsewhere/prog.py:7"
+    assert locations.display(f"{here}{os.sep}prog.py:7 (f)") == "prog.py:7 (f)"
+    assert locations.display(None) == ""
+    assert locations.display(float("nan")) == ""
+
+
+def test_node_maps_read_back():
+    text = node_map_text([("x", "dict(a, b)"), ("x['a']", "list(2)")], "{'x': {...}}")
+    assert node_map(text) == {"x": "dict(a, b)", "x['a']": "list(2)"}
+    assert treedef_text(text) == "{'x': {...}}"
+    assert node_map(node_map_text([], "T")) is None  # no nodes: the treedef text tells apart
+    assert node_map("{'x': *}") is None
+    assert treedef_text("{'x': *}") == "{'x': *}"
