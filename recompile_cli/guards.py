@@ -60,6 +60,7 @@ from typing import Any
 from recompile_cli import guard_config
 from recompile_cli.capture import frames
 from recompile_cli.capture.recorder import Recorder
+from recompile_cli.exits import ExitCode
 from recompile_cli.guard_config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
 from recompile_cli.session.model import Event, Session, function_key
 
@@ -390,12 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guards "
               "SCRIPT [ARGS...]\n\n" + (guard_config.__doc__ or "").strip())
-        return 0 if args else 2
+        return ExitCode.OK if args else ExitCode.BAD_INPUT
     try:
         handle = install_guard()
     except ValueError as exc:
         print(f"recompile_cli.guards: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     script = args[0]
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = args
@@ -405,8 +406,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         handle.uninstall()
         sys.argv[:], sys.path[:] = saved_argv, saved_path
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # ``-m`` runs a second copy of this file, with classes of its own: run the importable
+    # module's, so the script meets the ``RecompileLimitExceeded`` it can catch and filter.
+    from recompile_cli.guards import main as _main
+
+    sys.exit(_main())

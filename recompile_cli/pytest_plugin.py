@@ -3,8 +3,8 @@
 Registered through the ``pytest11`` entry point. A marked test, or one using the fixture, starts
 from clean JAX caches and is recorded with the Python API (``recompile_cli.record``); a broken
 budget fails the test with the same message as ``recompile-cli``'s gates (function, counts,
-causes with the argument diff), from the same gate evaluator. Heavy imports (JAX,
-pandas) happen only in tests that use the plugin.
+causes with the argument diff), from the same gate evaluator. JAX is imported only in tests
+that use the plugin.
 """
 
 from __future__ import annotations
