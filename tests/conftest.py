@@ -1,108 +1,45 @@
-"""Shared fixtures: real JAX on CPU, clean caches per test, and helpers to run the CLI."""
+"""Shared by every layer, so it stays light: it imports neither JAX nor the CLI.
+
+- ``tests/unit``: hand-built sessions, JAX-free and fast (its conftest checks that JAX stays
+  unimported when it runs alone).
+- ``tests/integration``: real JAX on CPU, the CLI, real programs, subprocesses (its conftest has
+  the JAX and CLI fixtures).
+
+``python -m pytest`` runs both (``testpaths``). ``tests/`` is on ``sys.path`` through this file,
+so both layers import the shared session builders as ``builders``.
+"""
 
 from __future__ import annotations
 
-import json
 import os
-import textwrap
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import jax
 import pytest
-from typer.testing import CliRunner
 
-from recompile_cli.cli.app import app
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # also for the programs the tests start
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_programs"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 
-def pytest_report_header() -> str:
-    """Which JAX the tests run on, and whether the recorder has its private hooks there."""
+def _runs_integration(config: pytest.Config) -> bool:
+    """Whether the paths pytest was given hold integration tests (or lie inside them)."""
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path == INTEGRATION or path in INTEGRATION.parents or INTEGRATION in path.parents:
+            return True
+    return False
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Which JAX the integration tests run on, and whether the recorder has its private hooks
+    there. (Here, not in ``tests/integration/conftest.py``: pytest prints the header before it
+    reads the conftest files of subfolders. A unit-only run does not import JAX for it.)"""
+    if not _runs_integration(config):
+        return None
+    import jax
+
     from recompile_cli.capture import jax_internals
 
     missing = jax_internals.probe()
     mode = "private hooks" if missing is None else f"public-only ({missing})"
     return f"jax {jax.__version__}, recorder: {mode}"
-
-
-@pytest.fixture(autouse=True)
-def clean_jax_caches():
-    """Every test starts from empty JAX caches, so compile counts do not depend on order."""
-    jax.clear_caches()
-    yield
-    jax.clear_caches()
-
-
-class Cli:
-    """Runs ``recompile-cli`` in-process and keeps the result."""
-
-    def __init__(self) -> None:
-        self.runner = CliRunner()
-
-    def __call__(self, *args: str):
-        result = self.runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
-        return result
-
-    def json(self, *args: str, tmp_path: Path):
-        out = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
-        command, *rest = args  # options go before `run`'s SCRIPT, which takes the rest
-        result = self(command, "--output", out, *rest)
-        return result, (json.loads(out.read_text()) if out.exists() else None)
-
-
-@pytest.fixture
-def cli() -> Cli:
-    return Cli()
-
-
-@pytest.fixture
-def program(tmp_path):
-    """Write a Python module into tmp_path and return its path."""
-
-    def write(name: str, source: str) -> Path:
-        path = tmp_path / f"{name}.py"
-        path.write_text(textwrap.dedent(source))
-        return path
-
-    return write
-
-
-def user_functions(report: dict) -> dict[str, dict]:
-    return {f["name"]: f for f in report["functions"] if f["owner"] == "user"}
-
-
-def user_events(report: dict, name: str) -> list[dict]:
-    return [e for e in report["events"] if e["function"] == name]
-
-
-# -- a small project for the gate tests (check, quick gates) ---------------------------------
-GATE_PROGRAM = """
-import jax, jax.numpy as jnp
-
-@jax.jit
-def step(x):
-    return jnp.tanh(x) * 2
-"""
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A project folder with a program, a spec and a budget file; runs from elsewhere."""
-    (tmp_path / "prog.py").write_text(GATE_PROGRAM)
-    (tmp_path / "two_shapes.yaml").write_text(
-        "calls:\n  - args: [{array: [3]}]\n  - args: [{array: [4]}]\n  - args: [{array: [3]}]\n")
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    return tmp_path
-
-
-def budget(project, text: str):
-    path = project / "recompile-budget.yaml"
-    path.write_text(textwrap.dedent(text))
-    return path

@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recompile_cli.analysis.causes import (
-    FIRST_COMPILE,
-    UNKNOWN,
-    Cause,
-    _explain_without_retrace,
-    diff_signatures,
-)
-from recompile_cli.session.model import Event, Signature, function_key
+from recompile_cli.analysis.causes import Cause, _explain_without_retrace, diff_signatures
+from recompile_cli.session.model import CauseCode, Event, Signature, function_key
 
 
 def explain_events_brute_force(events: Iterable[Event], base_context: dict[str, str]
@@ -48,16 +42,16 @@ def nearest_brute_force(new: Signature, previous: list[Signature],
 def _explain(event: Event, previous: list[Signature], done_before: bool,
              base_context: dict[str, str]) -> list[Cause]:
     if not done_before:
-        return [Cause(FIRST_COMPILE, detail="first trace of this function" if event.traced
-                      else "compiled without a trace of its own")]
+        return [Cause(CauseCode.FIRST_COMPILE, detail="first trace of this function"
+                      if event.traced else "compiled without a trace of its own")]
     if not event.traced:
         return _explain_without_retrace(event)
     if event.signature is None or not previous:
-        return [Cause(UNKNOWN, detail="no signature recorded (hook mode public-only)")]
+        return [Cause(CauseCode.UNKNOWN, detail="no signature recorded (hook mode public-only)")]
     best: list[Cause] | None = None
     for old in reversed(previous):
         diffs = list(diff_signatures(event.signature, old, base_context))
         if best is None or len(diffs) < len(best):
             best = diffs
-    return best or [Cause(UNKNOWN, detail="same signature as an earlier trace: JAX's caches were "
-                          "cleared or the entry was evicted")]
+    return best or [Cause(CauseCode.UNKNOWN, detail="same signature as an earlier trace: JAX's "
+                          "caches were cleared or the entry was evicted")]

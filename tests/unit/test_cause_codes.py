@@ -1,12 +1,12 @@
-"""Every cause code in ``CAUSE_CODES``, from hand-built events: the code, the argument path and
+"""Every ``CauseCode``, from hand-built events: the code, the argument path and
 the before/after text that a user reads."""
 
 from __future__ import annotations
 
 from builders import brief, event, explain, last, leaf, sig
 
-from recompile_cli.analysis.causes import CAUSE_CODES, explain_events
-from recompile_cli.session.model import Change, TraceError
+from recompile_cli.analysis.causes import explain_events
+from recompile_cli.session.model import CauseCode, Change, TraceError
 
 X3 = leaf("f32", 3)
 
@@ -186,7 +186,7 @@ def test_every_cause_code_is_covered_here():
                 event(traced=False, lowering_changes=()))]
     for causes in scenarios:
         produced |= {c.code for cs in causes for c in cs}
-    assert produced == set(CAUSE_CODES)
+    assert produced == set(CauseCode)
 
 
 def test_a_first_top_level_compile_after_nested_traces_is_a_first_compile():

@@ -6,22 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from builders import event, leaf, numbered, sig
+from builders import event, leaf, numbered, session, sig
 
+from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.report import analyse
-from recompile_cli.gate.baseline import Baseline, Totals
+from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
-from recompile_cli.gate.diff import diff_reports
 from recompile_cli.gate.evaluate import Gated, Gates, evaluate
-from recompile_cli.session.model import Environment, Event, Session
-
-ENV = Environment(jax_version="0.10.2", python_version="3.11.7", backend="cpu",
-                  hook_mode="private")
+from recompile_cli.session.model import Event
 
 
 def report_of(*events: Event, calls: dict[str, int] | None = None):
-    return analyse(Session(environment=ENV, target="prog.py", events=tuple(events),
-                           wall_seconds=1.0, calls=calls or {}))
+    return analyse(session(list(events), target="prog.py", wall_seconds=1.0, calls=calls or {}))
 
 
 def three_shapes(function: str = "step"):
@@ -113,7 +109,7 @@ def test_a_target_that_raised_fails_the_gate_even_with_nothing_else_to_check():
                                                        (4, True, True)])
 def test_baseline_regression_improvement_and_version_warning(before, held, improvement):
     baseline = Baseline("base.json", {"jax_version": "0.4.30", "backend": "cpu"},
-                        {"prog.py:step": Totals(traces=before, compiles=before)})
+                        {"prog.py:step": FunctionTotals(traces=before, compiles=before)})
     result = evaluate([Gated("prog.py", report_of(*three_shapes()))], baseline,
                       "recompile-cli check --save-baseline base.json")
     assert result.held is held

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, SAMPLES
+from helpers import DATA, ROOT, SAMPLES
 from jax_support import requires_private_hooks
 
-DATA = Path(__file__).parent / "data"
 SESSION = DATA / "session.json"  # a real recorded run of train_loop.py, paths made neutral
 GOLDEN = DATA / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"  # UPDATE_GOLDEN=1 pytest rewrites them
@@ -183,7 +182,7 @@ def test_html_tables_sort_by_the_clicked_column(neutral_cwd):
     among all headers of the page): largest first, then smallest first; numbers as numbers."""
     from html import unescape
 
-    from handmade import many_rows_report
+    from builders import many_rows_report
 
     from recompile_cli.render import render
 

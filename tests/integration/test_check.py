@@ -7,7 +7,7 @@ import shutil
 import textwrap
 
 import pytest
-from conftest import SAMPLES, budget
+from helpers import SAMPLES, budget
 from jax_support import requires_private_hooks
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import user_events
+from helpers import user_events
 from jax_support import requires_private_hooks
 
 

@@ -5,7 +5,7 @@ counted for the user's function, and a library's own lambdas left to the library
 from __future__ import annotations
 
 import pytest
-from conftest import user_events, user_functions
+from helpers import user_events, user_functions
 from jax_support import requires_private_hooks
 
 pytest.importorskip("flax")

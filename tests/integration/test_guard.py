@@ -13,18 +13,11 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import ROOT
 from jax_support import requires_private_hooks
 
 import recompile_cli
-from recompile_cli.guards import (
-    ENV_VAR,
-    GuardConfig,
-    RecompileLimitExceeded,
-    RecompileWarning,
-    parse_guard_spec,
-)
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from recompile_cli.guards import ENV_VAR, RecompileLimitExceeded, RecompileWarning
 
 
 def line_of(marker: str) -> int:
@@ -191,38 +184,6 @@ def test_install_guard_reads_the_environment(monkeypatch):
     assert not recompile_cli.install_guard().installed
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("", GuardConfig()),
-    ("warn", GuardConfig()),
-    ("raise", GuardConfig(on="raise")),
-    ("log:3", GuardConfig(on="log", max_compiles=3)),
-    ("raise:train_*=1, eval_*=2,warmup_calls=4",
-     GuardConfig(on="raise", max_compiles={"train_*": 1, "eval_*": 2}, warmup_calls=4)),
-    ("OFF", GuardConfig(enabled=False)),
-])
-def test_parse_guard_spec(text, expected):
-    assert parse_guard_spec(text) == expected
-
-
-@pytest.mark.parametrize("text", ["explode", "warn:x", "raise:f=-1", "warn:1.5", "log:=2"])
-def test_parse_guard_spec_errors_name_the_variable(text):
-    with pytest.raises(ValueError, match=ENV_VAR):
-        parse_guard_spec(text)
-
-
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="on="):
-        recompile_cli.guard(on="shout")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not a limit"):
-        recompile_cli.guard(max_compiles=-1)
-
-
-def test_guard_is_the_function_even_after_importing_the_module():
-    import recompile_cli.guards
-
-    assert isinstance(recompile_cli.guard(max_compiles=2), recompile_cli.Guard)
-
-
 @requires_private_hooks
 def test_python_m_recompile_cli_guard_runs_a_script_with_the_env_guard(tmp_path):
     script = tmp_path / "train.py"
@@ -240,13 +201,48 @@ def test_python_m_recompile_cli_guard_runs_a_script_with_the_env_guard(tmp_path)
         print("not reached")
     """))
     env = {**os.environ, ENV_VAR: "raise:train_*=1", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": ROOT}
+           "PYTHONPATH": str(ROOT)}
     result = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m",
                              "recompile_cli.guards", str(script), "--epochs", "1"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 1, result.stderr
     assert "args ['--epochs', '1']" in result.stdout
     assert "not reached" not in result.stdout
-    assert "RecompileLimitExceeded" in result.stderr
+    assert "recompile_cli.guards.RecompileLimitExceeded" in result.stderr  # not __main__'s
     assert "train_step compiled 2 times, limit 1" in result.stderr
     assert "f32[8] -> f32[3]" in result.stderr
+
+
+@requires_private_hooks
+@pytest.mark.parametrize("mode, handled", [
+    ("raise", "recompile_cli.guards.RecompileLimitExceeded"),
+    ("warn", "recompile_cli.guards.RecompileWarning"),  # made an error by its class
+])
+def test_python_m_recompile_cli_guard_raises_the_classes_a_script_can_catch(tmp_path, mode,
+                                                                            handled):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(f"""
+        import warnings
+        import jax, jax.numpy as jnp
+        import recompile_cli.guards
+
+        warnings.filterwarnings("error", category=recompile_cli.guards.RecompileWarning)
+
+        @jax.jit
+        def train_step(x):
+            return x.sum()
+
+        train_step(jnp.ones(8))
+        try:
+            train_step(jnp.ones(3))
+        except {handled} as exc:
+            print("caught", type(exc).__module__, exc.violation.compiles)
+    """))
+    env = {**os.environ, ENV_VAR: f"{mode}:train_*=1", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m",
+                             "recompile_cli.guards", str(script)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "caught recompile_cli.guards 2" in result.stdout
+    assert "Traceback" not in result.stderr

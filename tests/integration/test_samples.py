@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SAMPLES, user_events, user_functions
+from helpers import SAMPLES, user_events, user_functions
 from jax_support import requires_private_hooks
 
 

@@ -10,7 +10,7 @@ from jax._src import pjit
 from jax_support import requires_private_hooks
 
 from recompile_cli.analysis.report import analyse
-from recompile_cli.capture import jax_internals
+from recompile_cli.capture import jax_internals, signatures
 from recompile_cli.capture.recorder import Recorder
 
 
@@ -66,7 +66,7 @@ def test_nothing_of_ours_runs_on_cache_hits(monkeypatch):
         f(x).block_until_ready()
         assert after_first > 0 and len(calls) == after_first
     report = analyse(recorder.session)
-    [row] = report.functions[report.functions["name"] == "<lambda>"].itertuples()
+    [row] = [f for f in report.functions if f.name == "<lambda>"]
     assert (row.traces, row.compiles) == (1, 1)
 
 
@@ -75,7 +75,7 @@ def test_a_failing_hook_never_raises_into_user_code(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("bug in recompile-cli")
 
-    monkeypatch.setattr(jax_internals, "_trace_info", broken)
+    monkeypatch.setattr(signatures, "trace_info", broken)
     monkeypatch.setattr(jax_internals, "_lower_info", broken)
     with Recorder("t") as recorder:
         result = jax.jit(lambda x: x + 1)(jnp.ones(3))

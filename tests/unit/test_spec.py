@@ -1,22 +1,19 @@
-"""The argument spec: every value form, sweeps and placeholders, and every validation error."""
+"""Reading the argument spec: the value forms, sweeps and placeholders, and every validation
+error. (The values built for real, JAX arrays among them, are tested in
+``tests/integration/test_spec_values.py``.)"""
 
 from __future__ import annotations
 
 import textwrap
 
-import jax
-import numpy as np
 import pytest
 
 from recompile_cli.errors import SpecError
-from recompile_cli.target.loader import resolver
-from recompile_cli.target.spec import (
+from recompile_cli.inputs.spec import (
+    ArrayKind,
     ArraySpec,
-    CallSpec,
-    ScalarSpec,
-    TupleSpec,
+    Fill,
     load_spec,
-    materialize,
 )
 
 
@@ -43,43 +40,12 @@ def test_issue_example_expands_repeat_and_sweeps(tmp_path):
     assert spec.jit_options == {"static_argnames": ("mode",)}
     assert len(spec.cases) == 2 + 3 + 40
     first = spec.cases[0]
-    assert first.args == (ArraySpec("array", (100, 100), "float32", "normal", 0), 3)
+    assert first.args == (ArraySpec(ArrayKind.ARRAY, (100, 100), "float32", Fill.NORMAL, 0), 3)
     assert first.kwargs == {"mode": "fast"}
     assert first.label == "spec.yaml calls[0] (repeat 1/2)"
-    assert spec.cases[4].args[0] == ArraySpec("array", (17, 128), "bfloat16", "normal", 0)
+    assert spec.cases[4].args[0] == ArraySpec(ArrayKind.ARRAY, (17, 128), "bfloat16", Fill.NORMAL, 0)
     assert spec.cases[4].label == "spec.yaml calls[1] n=17"
     assert [c.args[0].shape for c in spec.cases[5:]] == [(n,) for n in range(1, 41)]
-
-
-def test_value_forms(tmp_path):
-    spec = load_spec(write(tmp_path, """
-        calls:
-          - args:
-              - 2.5
-              - {numpy: [3], dtype: int32, fill: arange}
-              - {scalar: 2.0, dtype: float32}
-              - [1, 2]
-              - {tuple: [1, {array: 2}]}
-              - {w: {array: [2, 2], fill: ones}}
-              - {dict: {array: 1, call: 2}}
-              - {call: "numpy:zeros", args: [[2]]}
-              - "n=${k}"
-            sweep: {k: [7]}
-    """))
-    args = spec.cases[0].args
-    assert args[0] == 2.5
-    assert args[2] == ScalarSpec(2.0, "float32")
-    assert isinstance(args[4], TupleSpec)
-    assert args[6] == {"array": 1, "call": 2}
-    assert isinstance(args[7], CallSpec) and args[8] == "n=7"
-    values = [materialize(v, resolver()) for v in args]
-    assert isinstance(values[1], np.ndarray) and values[1].tolist() == [0, 1, 2]
-    assert isinstance(values[2], jax.Array) and not values[2].weak_type
-    assert values[2].dtype == np.float32
-    assert values[3] == [1, 2] and isinstance(values[4], tuple)
-    assert isinstance(values[4][1], jax.Array) and values[4][1].shape == (2,)
-    assert values[5]["w"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
-    assert values[7].tolist() == [0.0, 0.0]
 
 
 def test_whole_placeholder_keeps_the_type(tmp_path):
@@ -90,13 +56,6 @@ def test_whole_placeholder_keeps_the_type(tmp_path):
     """))
     assert spec.cases[0].args[0] == 3
     assert spec.cases[0].args[1].shape == (3,)
-
-
-def test_seeded_fills_are_reproducible(tmp_path):
-    spec = load_spec(write(tmp_path, "calls: [{args: [{array: [4], seed: 5}]}]"))
-    a = materialize(spec.cases[0].args[0], resolver())
-    b = materialize(spec.cases[0].args[0], resolver())
-    assert a.tolist() == b.tolist()
 
 
 def test_missing_calls_means_one_call_without_arguments(tmp_path):

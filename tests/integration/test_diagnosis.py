@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, SAMPLES, user_events, user_functions
+from helpers import ROOT, SAMPLES, user_events, user_functions
 from jax_support import requires_private_hooks
 
 

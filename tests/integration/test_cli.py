@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, SAMPLES, user_events, user_functions
+from helpers import ROOT, SAMPLES, user_events, user_functions
 from jax_support import requires_jit_decorator_factory, requires_private_hooks
 
 MODULE = """

@@ -8,13 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from jax_support import requires_private_hooks
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")
 pytest.importorskip("ipykernel", reason="ipykernel is not installed (test extra)")
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SETUP = """\
 %load_ext recompile_cli

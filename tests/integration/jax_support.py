@@ -1,6 +1,7 @@
 """What the installed JAX supports, for tests to skip on cleanly.
 
-Usage in a test module (``tests/`` is on ``sys.path`` through ``conftest.py``)::
+Usage in an integration test (``tests/integration`` is on ``sys.path`` through its
+``conftest.py``)::
 
     from jax_support import requires_private_hooks, requires_jit_decorator_factory
 

@@ -8,21 +8,19 @@ import textwrap
 import time
 import tracemalloc
 
-import numpy as np
 import pytest
 
 from recompile_cli.errors import BudgetError, JitOptionError, RecompileError, SpecError
 from recompile_cli.gate.budgets import load_budget_file
-from recompile_cli.target.jit_options import check_static_args, parse_jit_options
-from recompile_cli.target.loader import resolver
-from recompile_cli.target.spec import (
-    DTYPES,
-    FILLS,
+from recompile_cli.inputs.fields import Invalid
+from recompile_cli.inputs.jit_options import check_static_args, parse_jit_options
+from recompile_cli.inputs.spec import (
+    ArrayKind,
     ArraySpec,
+    Fill,
     load_spec,
-    materialize,
 )
-from recompile_cli.target.yaml_doc import MAX_YAML_BYTES, Invalid
+from recompile_cli.inputs.yaml_doc import MAX_YAML_BYTES
 
 BILLION_LAUGHS = textwrap.dedent("""\
     a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -104,7 +102,7 @@ def test_duplicate_keys_name_both_lines(tmp_path):
 def test_merge_keys_still_work(tmp_path):
     spec = load_spec(write(tmp_path, "defaults: &base {dtype: float16, fill: ones}\n"
                                      "calls: [{args: [{<<: *base, array: [2]}]}]\n"))
-    assert spec.cases[0].args[0] == ArraySpec("array", (2,), "float16", "ones", 0)
+    assert spec.cases[0].args[0] == ArraySpec(ArrayKind.ARRAY, (2,), "float16", Fill.ONES, 0)
 
 
 def test_billion_laughs_is_refused_quickly(tmp_path):
@@ -194,37 +192,6 @@ def test_placeholder_shapes_are_checked_after_substitution(tmp_path):
     path = write(tmp_path, "calls: [{sweep: {n: [2, 1000000]}, args: [{array: ['${n}', '${n}']}]}]\n")
     message = spec_error(path, max_array_bytes=1024 ** 2)
     assert "shape [1000000, 1000000]" in message
-
-
-# -- materialization ---------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("fill", FILLS)
-def test_every_dtype_and_fill(dtype, fill):
-    value = materialize(ArraySpec("numpy", (3, 4), dtype, fill, 7), resolver())
-    assert isinstance(value, np.ndarray) and value.shape == (3, 4) and value.dtype.name == dtype
-    again = materialize(ArraySpec("numpy", (3, 4), dtype, fill, 7), resolver())
-    wide = value.astype(np.complex128)
-    assert np.array_equal(wide, again.astype(np.complex128), equal_nan=True)
-    if fill == "ones":
-        assert (wide == 1).all()
-    if fill == "zeros":
-        assert not wide.any()
-
-
-def test_float32_arrays_are_built_without_a_float64_copy():
-    spec = ArraySpec("numpy", (1024, 1024), "float32", "normal", 0)  # 4 MiB
-    tracemalloc.start()
-    try:
-        materialize(spec, resolver())
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 6 * 1024 ** 2  # a float64 intermediate would take 8 MiB more
-
-
-def test_zero_sized_arrays():
-    value = materialize(ArraySpec("numpy", (0, 5), "bfloat16", "arange", 0), resolver())
-    assert value.shape == (0, 5)
 
 
 # -- budget files -----------------------------------------------------------------------------

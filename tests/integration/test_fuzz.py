@@ -14,14 +14,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recompile_cli.capture.loader import resolver
 from recompile_cli.errors import BudgetError, RecompileError, SessionFileError, SpecError
 from recompile_cli.gate.budgets import BudgetFile, load_budget_file
+from recompile_cli.inputs.spec import ArraySpec, Spec, TupleSpec, load_spec, materialize
 from recompile_cli.session.files import load_session, session_to_dict
 from recompile_cli.session.model import Session
-from recompile_cli.target.loader import resolver
-from recompile_cli.target.spec import ArraySpec, Spec, TupleSpec, load_spec, materialize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SESSION = ROOT / "tests" / "data" / "session.json"
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

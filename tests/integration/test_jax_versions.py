@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import user_functions
+from helpers import user_functions
 from jax._src import monitoring as jax_monitoring
 from jax_support import PRIVATE_HOOKS, requires_private_hooks
 
-from recompile_cli.capture import jax_internals
+from recompile_cli.capture import jax_internals, signatures
 from recompile_cli.capture.recorder import Recorder
 
 MODES = ["private", "public-only"]
@@ -250,7 +250,7 @@ def test_uninstall_is_idempotent_and_survives_a_deleted_function(monkeypatch):
 ])
 def test_name_and_location_split_on_the_last_at(src, func_name, expected):
     dbg = SimpleNamespace(func_src_info=src, func_name=func_name)
-    assert jax_internals._name_and_location(dbg, fallback="fallback") == expected
+    assert signatures.name_and_location(dbg, fallback="fallback") == expected
 
 
 @requires_private_hooks

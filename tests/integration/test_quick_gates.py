@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from conftest import budget
+from helpers import budget
 from jax_support import requires_private_hooks
 
 

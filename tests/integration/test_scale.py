@@ -1,5 +1,5 @@
 """Reports of long runs stay bounded and linear: the HTML page's events table and timeline do
-not grow with the run, the JSON report writes one event per line through the C encoder, and the
+not grow with the run, the JSON report writes one event per line, and the
 cause table's value ranges are gathered in one pass. No wall-clock assertions here: the speed
 goals are measured side by side in ``benchmarks/run.py``."""
 
@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import synthetic
 
-from recompile_cli.analysis.report import analyse, events_frame
-from recompile_cli.render import json_text, render
+from recompile_cli.analysis.dataframes import events_frame
+from recompile_cli.analysis.report import analyse
+from recompile_cli.render import render
 from recompile_cli.render.html import MAX_EVENT_ROWS
 from recompile_cli.render.json_report import to_dict
 from recompile_cli.render.timeline import MAX_EXACT_EVENTS, MAX_ROWS, WIDTH
@@ -83,21 +84,23 @@ def test_timeline_shares_one_row_among_functions_beyond_the_limit():
 def test_json_report_is_one_event_per_line_and_reads_back(large):
     text = render(large, "json")
     lines = text.splitlines()
-    events = [line for line in lines if line.startswith('    {"seq": ')]
+    events = [line for line in lines if line.startswith('    {"seq":')]
     assert len(events) == len(large.session.events)
     assert json.loads(text) == to_dict(large)
 
 
-def test_json_text_writes_null_for_non_finite_numbers():
-    assert json_text.value(math.nan) == "null"
-    assert json.loads(json_text.document({"a": [1.0, math.inf], "b": {1: -math.inf}},
-                                         long=("a",))) == {"a": [1.0, None], "b": {"1": None}}
+def test_json_documents_write_null_for_non_finite_numbers():
+    from recompile_cli.session import codec
+
+    assert codec.text(math.nan) == "null"
+    assert json.loads(codec.document({"a": [1.0, math.inf], "b": {1: -math.inf}},
+                                     long=("a",))) == {"a": [1.0, None], "b": {"1": None}}
 
 
 def test_cause_table_value_range_over_many_values(large):
-    rows = large.cause_table[large.cause_table["code"] == "shape"]
-    assert not rows.empty
-    for row in rows.itertuples():
+    rows = [row for row in large.cause_table if row.code == "shape"]
+    assert rows
+    for row in rows:
         assert re.fullmatch(r"f32\[\d+,8\] \.\.\. f32\[\d+,8\] \(\d+ values\)", row.values), row
         assert int(re.search(r"\((\d+) values\)", row.values).group(1)) > 3
 
@@ -110,12 +113,12 @@ def test_events_frame_has_one_row_per_event(large):
 
 @pytest.mark.parametrize("source", ["synthetic", "saved"])
 def test_json_report_events_are_the_saved_session_events_plus_their_analysis(large, source):
-    """The JSON report writes each event through a quick row of its own; it must say exactly
-    what ``session_to_dict`` (what ``--save`` writes) says, plus kind, cause and causes."""
+    """The JSON report's events say exactly what ``session_to_dict`` (what ``--save`` writes)
+    says, plus kind, cause and causes."""
     from recompile_cli.session.files import load_session, session_to_dict
 
     report = large if source == "synthetic" else analyse(
-        load_session(Path(__file__).parent / "data" / "session.json"))
+        load_session(Path(__file__).resolve().parents[1] / "data" / "session.json"))
     written = json.loads(render(report, "json"))["events"]
     saved = json.loads(json.dumps(session_to_dict(report.session)["events"]))
     assert len(written) == len(saved) == len(report.session.events) > 0

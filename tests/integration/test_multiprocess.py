@@ -18,8 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
-from handmade import ENV, event, session
+from builders import ENV, f32_event, session
+from helpers import SAMPLES
 from jax_support import PRIVATE_HOOKS
 
 from recompile_cli.capture.process import LAUNCHER_VARIABLES
@@ -147,7 +147,7 @@ def _save(folder: Path, name: str, index: int | None, count: int | None = 2, n: 
     env = replace(ENV, process_index=index, process_count=count, host=f"node{index}",
                   **environment)
     path = folder / name
-    save_session(replace(session([event(0, "step", n=n, defined_at="/a/train.py:5")],
+    save_session(replace(session([f32_event(0, "step", n=n, defined_at="/a/train.py:5")],
                                  target="train.py --lr 1"), environment=env), path)
     return str(path)
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import user_events, user_functions
+from helpers import user_events, user_functions
 from jax_support import requires_private_hooks
 
 

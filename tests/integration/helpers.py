@@ -1,0 +1,28 @@
+"""Constants and small helpers of the integration tests (``from helpers import ...``: this
+folder is on ``sys.path`` through its ``conftest.py``). A module of its own, not the conftest:
+every layer's ``conftest.py`` is a module named ``conftest``, so ``from conftest import`` would
+find whichever was loaded last."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_programs"
+DATA = ROOT / "tests" / "data"
+
+
+def user_functions(report: dict) -> dict[str, dict]:
+    return {f["name"]: f for f in report["functions"] if f["owner"] == "user"}
+
+
+def user_events(report: dict, name: str) -> list[dict]:
+    return [e for e in report["events"] if e["function"] == name]
+
+
+def budget(project: Path, text: str) -> Path:
+    """Write ``recompile-budget.yaml`` into the ``project`` fixture's folder."""
+    path = project / "recompile-budget.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path

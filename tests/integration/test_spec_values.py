@@ -1,0 +1,100 @@
+"""The argument spec's values built for real (``materialize`` imports JAX): JAX arrays and
+scalars next to NumPy arrays and Python values, every dtype and fill, seeds, memory. (Reading and
+checking spec files: ``tests/unit/test_spec.py`` and ``tests/unit/test_inputs.py``.)"""
+
+from __future__ import annotations
+
+import textwrap
+import tracemalloc
+
+import jax
+import numpy as np
+import pytest
+
+from recompile_cli.capture.loader import resolver
+from recompile_cli.inputs.spec import (
+    DTYPES,
+    ArrayKind,
+    ArraySpec,
+    CallSpec,
+    Fill,
+    ScalarSpec,
+    TupleSpec,
+    load_spec,
+    materialize,
+)
+
+
+def write(tmp_path, text, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_value_forms(tmp_path):
+    spec = load_spec(write(tmp_path, """
+        calls:
+          - args:
+              - 2.5
+              - {numpy: [3], dtype: int32, fill: arange}
+              - {scalar: 2.0, dtype: float32}
+              - [1, 2]
+              - {tuple: [1, {array: 2}]}
+              - {w: {array: [2, 2], fill: ones}}
+              - {dict: {array: 1, call: 2}}
+              - {call: "numpy:zeros", args: [[2]]}
+              - "n=${k}"
+            sweep: {k: [7]}
+    """))
+    args = spec.cases[0].args
+    assert args[0] == 2.5
+    assert args[2] == ScalarSpec(2.0, "float32")
+    assert isinstance(args[4], TupleSpec)
+    assert args[6] == {"array": 1, "call": 2}
+    assert isinstance(args[7], CallSpec) and args[8] == "n=7"
+    values = [materialize(v, resolver()) for v in args]
+    assert isinstance(values[1], np.ndarray) and values[1].tolist() == [0, 1, 2]
+    assert isinstance(values[2], jax.Array) and not values[2].weak_type
+    assert values[2].dtype == np.float32
+    assert values[3] == [1, 2] and isinstance(values[4], tuple)
+    assert isinstance(values[4][1], jax.Array) and values[4][1].shape == (2,)
+    assert values[5]["w"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert values[7].tolist() == [0.0, 0.0]
+
+
+def test_seeded_fills_are_reproducible(tmp_path):
+    spec = load_spec(write(tmp_path, "calls: [{args: [{array: [4], seed: 5}]}]"))
+    a = materialize(spec.cases[0].args[0], resolver())
+    b = materialize(spec.cases[0].args[0], resolver())
+    assert a.tolist() == b.tolist()
+
+
+# -- materialization ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fill", list(Fill))
+def test_every_dtype_and_fill(dtype, fill):
+    value = materialize(ArraySpec(ArrayKind.NUMPY, (3, 4), dtype, fill, 7), resolver())
+    assert isinstance(value, np.ndarray) and value.shape == (3, 4) and value.dtype.name == dtype
+    again = materialize(ArraySpec(ArrayKind.NUMPY, (3, 4), dtype, fill, 7), resolver())
+    wide = value.astype(np.complex128)
+    assert np.array_equal(wide, again.astype(np.complex128), equal_nan=True)
+    if fill == Fill.ONES:
+        assert (wide == 1).all()
+    if fill == Fill.ZEROS:
+        assert not wide.any()
+
+
+def test_float32_arrays_are_built_without_a_float64_copy():
+    spec = ArraySpec(ArrayKind.NUMPY, (1024, 1024), "float32", Fill.NORMAL, 0)  # 4 MiB
+    tracemalloc.start()
+    try:
+        materialize(spec, resolver())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 6 * 1024 ** 2  # a float64 intermediate would take 8 MiB more
+
+
+def test_zero_sized_arrays():
+    value = materialize(ArraySpec(ArrayKind.NUMPY, (0, 5), "bfloat16", Fill.ARANGE, 0), resolver())
+    assert value.shape == (0, 5)
