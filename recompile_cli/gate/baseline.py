@@ -1,24 +1,44 @@
 """Baseline files: per-function trace and compile counts saved from one run, read back to gate
 a later one. Storage only: the totals and their ``file.py:name`` keys are
-``analysis.compare``'s, and the comparison is part of the gate evaluator (``evaluate``).
+``analysis.compare``'s, and the comparison is part of the gate evaluator (``evaluate``). The file
+is a msgspec document (``BaselineDocument``): reading checks every field's type, as for sessions.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+
+import msgspec
 
 from recompile_cli.analysis.compare import FunctionTotals, function_totals
 from recompile_cli.analysis.report import Report
 from recompile_cli.errors import BudgetError
 from recompile_cli.fileio import atomic_write_text
+from recompile_cli.session import codec
 from recompile_cli.session.model import SCHEMA_VERSION
 
 BASELINE_KIND = "recompile-cli-baseline"
 _ENVIRONMENT_FIELDS = ("jax_version", "backend", "python_version")
+
+
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Counts(msgspec.Struct):
+    traces: _Count = 0
+    compiles: _Count = 0
+
+
+class BaselineDocument(msgspec.Struct, kw_only=True):
+    """A baseline file as written and read."""
+
+    kind: str
+    schema_version: int = SCHEMA_VERSION
+    environment: dict[str, str | None] = msgspec.field(default_factory=dict)
+    functions: dict[str, _Counts] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +57,10 @@ def environment_of(reports: list[Report]) -> dict[str, str | None]:
 
 def baseline_text(reports: Iterable[Report]) -> str:
     reports = list(reports)
-    functions = {key: {"traces": t.traces, "compiles": t.compiles}
+    functions = {key: _Counts(t.traces, t.compiles)
                  for key, t in sorted(function_totals(reports).items())}
-    data = {"kind": BASELINE_KIND, "schema_version": SCHEMA_VERSION,
-            "environment": environment_of(reports), "functions": functions}
-    return json.dumps(data, indent=2) + "\n"
+    return codec.indented(BaselineDocument(kind=BASELINE_KIND, environment=environment_of(reports),
+                                           functions=functions))
 
 
 def save_baseline(reports: Iterable[Report], path: str | Path) -> None:
@@ -51,34 +70,34 @@ def save_baseline(reports: Iterable[Report], path: str | Path) -> None:
 
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline file; ``BudgetError`` (exit 2) when it is not one."""
-    hint = " Create it with --save-baseline."
+    hint = "Create it with --save-baseline"
     try:
-        data = json.loads(Path(path).read_bytes().decode("utf-8"))
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise BudgetError(f"Cannot read the baseline {path}: {reason}.{hint}") from None
-    if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
-        raise BudgetError(f"{path} is not a recompile-cli baseline.{hint}")
-    environment = data.get("environment", {})
-    if not isinstance(environment, dict):
-        raise BudgetError(f"{path}, field environment: must be a mapping.{hint}")
-    functions = data.get("functions", {})
-    if not isinstance(functions, dict):
-        raise BudgetError(f"{path}, field functions: must map 'file.py:function' to counts."
-                          f"{hint}")
-    out: dict[str, FunctionTotals] = {}
-    for key, counts in functions.items():
-        if not isinstance(counts, dict):
-            raise BudgetError(f"{path}, field functions.{key}: must be a mapping with traces "
-                              f"and compiles.{hint}")
-        values = [counts.get(name, 0) for name in ("traces", "compiles")]
-        if not all(_count(v) for v in values):
-            raise BudgetError(f"{path}, field functions.{key}: traces and compiles must be "
-                              f"non-negative integers, got {values}.{hint}")
-        out[str(key)] = FunctionTotals(*values)
-    env = {str(k): (None if v is None else str(v)) for k, v in environment.items()}
-    return Baseline(str(path), env, out)
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BudgetError(f"Cannot read the baseline {path}: {exc.strerror or exc}. "
+                          f"{hint}.") from None
+    try:
+        document = msgspec.json.decode(data, type=BaselineDocument)
+    except msgspec.ValidationError as exc:  # (a DecodeError too: caught first)
+        if _kind(data) != BASELINE_KIND:
+            raise BudgetError(f"{path} is not a recompile-cli baseline. {hint}.") from None
+        raise BudgetError(codec.field_error(exc, str(path), hint)) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise BudgetError(f"Cannot read the baseline {path}: not JSON "
+                          f"({codec.reason(exc, data)}). {hint}.") from None
+    if document.kind != BASELINE_KIND:
+        raise BudgetError(f"{path} is not a recompile-cli baseline. {hint}.")
+    functions = {key: FunctionTotals(c.traces, c.compiles)
+                 for key, c in document.functions.items()}
+    return Baseline(str(path), document.environment, functions)
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+class _Kind(msgspec.Struct):
+    kind: object = None
+
+
+def _kind(data: bytes) -> object:
+    try:
+        return msgspec.json.decode(data, type=_Kind).kind
+    except (msgspec.DecodeError, RecursionError):  # (a ValidationError too)
+        return None
