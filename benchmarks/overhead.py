@@ -8,11 +8,18 @@
 3. The opt-in call counter (``run --count-calls``): the same cached call through its wrapper.
 
     python benchmarks/overhead.py [--reps 30] [--calls 5000]
+    python benchmarks/overhead.py --ratios-only [--reps 21] [--calls 1000] [--blocks 5]
+
+``--ratios-only`` (for ``benchmarks/run.py``) measures only the cached calls, the way
+``benchmarks/guard.py`` does: each repetition alternates ``--blocks`` short blocks of calls with
+the recorder attached and not, keeps the fastest block of each, and the per-repetition on/off
+ratios are printed as one JSON list.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -47,10 +54,26 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--recompiles", type=int, default=20)
+    parser.add_argument("--blocks", type=int, default=5,
+                        help="with --ratios-only: blocks per condition and repetition")
+    parser.add_argument("--ratios-only", action="store_true",
+                        help="print only the cached-call ratios (recorder on / off), one per "
+                        "repetition, as a JSON list (for benchmarks/run.py)")
     args = parser.parse_args()
 
     f = jax.jit(lambda x: x + 1)
     x = jnp.ones(10)
+    if args.ratios_only:
+        from guard import paired_ratios  # the same fastest-block pairing as the guard's goal
+
+        def recorded_call(on: bool) -> float:
+            if not on:
+                return cached_call_seconds(f, x, args.calls)
+            with Recorder("bench"):
+                return cached_call_seconds(f, x, args.calls)
+
+        print(json.dumps(paired_ratios(args.reps, recorded_call, args.blocks)))
+        return
     plain, hooked, ratios = [], [], []
     for rep in range(args.reps):
         order = (False, True) if rep % 2 == 0 else (True, False)
