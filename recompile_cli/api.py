@@ -110,8 +110,10 @@ class RecompileReport:
         return events_frame(self.report)
 
     @property
-    def totals(self) -> dict[str, float | int]:
-        """Counts and seconds over the whole recording (``traces``, ``compiles``...)."""
+    def totals(self) -> dict[str, Any]:
+        """Counts and seconds over the whole recording (``traces``, ``compiles``,
+        ``first_compiles``, ``recompiles``...), and ``by_owner``: the same per owner
+        (``{"user": {"compiles": 2, "recompiles": 1, ...}, "jax": {...}}``)."""
         return asdict(self.report.totals)
 
     @property
@@ -173,7 +175,10 @@ class RecompileReport:
 
     def text(self, show_all: bool | None = None) -> str:
         """The terminal report, as ``recompile-cli run`` prints it (plus gate violations)."""
-        lines = [f"recompile-cli gate: FAILED - {v.message}" for v in self.violations]
+        from recompile_cli.session.locations import relative_in
+
+        lines = [f"recompile-cli gate: FAILED - {relative_in(v.message)}"
+                 for v in self.violations]
         return "\n".join(lines) + ("\n" if lines else "") + self.render("table", show_all)
 
     def save(self, path: str | Path) -> None:

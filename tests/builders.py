@@ -20,6 +20,7 @@ from recompile_cli.session.model import (
     Leaf,
     Session,
     Signature,
+    StaticClass,
     TraceError,
 )
 
@@ -45,10 +46,12 @@ def leaf(dtype: str = "f32", *shape: int, weak: bool = False, sharding: str | No
 def sig(*, static: dict[str, str] | None = None, structure: dict[str, str] | None = None,
         positional: int | None = None, keywords: tuple[str, ...] = (),
         context: dict[str, str] | None = None, fid: int = 1, kind: str = "function",
-        paths: dict[str, Leaf] | None = None, **leaves: Leaf) -> Signature:
+        paths: dict[str, Leaf] | None = None, classes: dict[str, StaticClass] | None = None,
+        **leaves: Leaf) -> Signature:
     """A signature. Keyword arguments are leaves at top-level paths (``x=leaf(...)``); ``paths``
     takes any path (``"batch['x']"``). Each top-level argument's structure defaults to ``*``
-    (one array); ``positional`` defaults to every argument not passed by keyword."""
+    (one array); ``positional`` defaults to every argument not passed by keyword; ``classes``
+    are the statics' equality classes (``StaticClass``), none by default (compared by text)."""
     all_leaves = {**leaves, **(paths or {})}
     tops = {_top(path) for path in all_leaves}
     structure = {name: "*" for name in sorted(tops)} if structure is None else structure
@@ -57,7 +60,7 @@ def sig(*, static: dict[str, str] | None = None, structure: dict[str, str] | Non
         positional = len(set(structure) | set(static)) - len(keywords)
     return Signature(leaves=all_leaves, static=dict(static), structure=dict(structure),
                      positional=positional, keywords=tuple(keywords), context=context or {},
-                     function_id=fid, function_kind=kind)
+                     function_id=fid, function_kind=kind, static_classes=dict(classes or {}))
 
 
 def _top(path: str) -> str:

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # also for the programs the tests start
+# Terminal reports fit COLUMNS when it is set (render.fit); the tests that check fitting set it
+# themselves, so that no other test depends on the shell it runs in.
+os.environ.pop("COLUMNS", None)
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 

@@ -9,28 +9,31 @@ explained by the lowering-key changes the recorder captured.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
-from recompile_cli.analysis.nearest import SignatureIndex, top_name
-from recompile_cli.analysis.shorten import changed_field, shown, shown_pair, structure_diff
-from recompile_cli.session.model import CauseCode, Event, Leaf, Signature, function_key
-from recompile_cli.session.structures import treedef_text
+from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.nearest import SignatureIndex, static_keys, top_name
+from recompile_cli.analysis.shorten import shown_pair
+from recompile_cli.analysis.static_causes import (
+    AUX_DATA,
+    NEW_OBJECT_SAME_TEXT,
+    PRINTS_SAME_UNEQUAL,
+    STATIC_FIELD,
+    static_cause,
+    structure_causes,
+)
+from recompile_cli.session.locations import relative
+from recompile_cli.session.model import (
+    CauseCode,
+    Event,
+    FunctionKind,
+    Leaf,
+    Signature,
+    function_key,
+)
 
-__all__ = ["Cause", "SignatureIndex", "diff_signatures", "explain_events"]
-
-_ABSENT = "(absent)"
-_LISTED = 5  # differing parts of one structure reported as causes
-
-
-@dataclass(frozen=True, slots=True)
-class Cause:
-    """One difference that explains a cache miss, e.g. ``shape`` at ``x``: f32[3] -> f32[4]."""
-
-    code: CauseCode
-    argument: str | None = None
-    before: str | None = None
-    after: str | None = None
-    detail: str = ""
+# the words of a detail that advice keys on (defined in ``static_causes``)
+__all__ = ["AUX_DATA", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL", "STATIC_FIELD", "Cause",
+           "SignatureIndex", "diff_signatures", "explain_events"]
 
 
 def explain_events(events: Iterable[Event], base_context: dict[str, str]
@@ -45,16 +48,22 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
     compiled: set[str] = set()  # functions compiled already
     top: set[str] = set()  # functions with a top-level event already
     traces: dict[str, list[Event]] = {}  # successful traces per function, in order
+    built: dict[str, SignatureIndex] = {}  # the signatures compiled, per function
     out: dict[int, tuple[Cause, ...]] = {}
-    keys: dict[tuple[str, str | None], str] = {}  # function_key, once per function
+    # function_key and owner, once per function: the user's jit of a library's function
+    # (jax.jit(jnp.sin)) and that library's own jit of it are two caches, compared apart
+    keys: dict[tuple[str, str | None, str], str] = {}
     for event in events:
-        where = (event.function, event.defined_at)
+        where = (event.function, event.defined_at, event.owner)
         key = keys.get(where)
         if key is None:
-            key = keys[where] = function_key(*where)
+            key = keys[where] = f"{function_key(event.function, event.defined_at)} {event.owner}"
         index = seen.get(key)
         if index is None:
             index = seen[key] = SignatureIndex(base_context)
+        reused = None  # the earlier trace, not compiled then, that this compile uses
+        if not event.traced and event.lowering_changes is None and event.signature:
+            reused = _earlier_trace(event, traces.get(key, []))
         if not event.traced and event.compiled and key not in compiled:
             # a function's first compile is its first compile, even if it was traced before
             # (jax.eval_shape, .trace(), or nested inside another jit)
@@ -67,9 +76,8 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             causes = (Cause(CauseCode.FIRST_COMPILE, detail=(
                 "first compile of this function (traced before only inside other jits)"
                 if key in done_before else "first trace of this function")),)
-        elif not event.traced and event.lowering_changes is None and event.signature:
-            causes = (_earlier_trace(event, traces.get(key, []), out)
-                      or _explain(event, index, True, base_context))
+        elif reused is not None:
+            causes = _against_compiled(event, built.get(key), base_context) or out[reused.seq]
         else:
             causes = _explain(event, index, key in done_before, base_context)
         out[event.seq] = causes
@@ -77,6 +85,11 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             top.add(key)
         if event.compiled:
             compiled.add(key)
+            if event.signature is not None and (reused is not None or (
+                    event.traced and event.error is None)):
+                if key not in built:
+                    built[key] = SignatureIndex(base_context)
+                built[key].add(event.signature)
         if event.compiled or (event.traced and event.error is None):
             done_before.add(key)
         if event.traced and event.error is None and event.signature is not None:
@@ -88,14 +101,27 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
     return out
 
 
-def _earlier_trace(event: Event, traces: list[Event], out: dict[int, tuple[Cause, ...]]
-                   ) -> tuple[Cause, ...]:
-    """The causes of the earlier trace whose signature a compile without a re-trace has (the
-    recorder pairs a compile with the trace that made its jaxpr), if it was not compiled."""
+def _earlier_trace(event: Event, traces: list[Event]) -> Event | None:
+    """The earlier trace whose signature a compile without a re-trace has (the recorder pairs
+    a compile with the trace that made its jaxpr: ``jax.eval_shape``, ``.trace()``, or a trace
+    inside another jit), if that trace was not compiled."""
     for trace in reversed(traces):
         if trace.signature == event.signature and not trace.compiled:
-            return out[trace.seq]
-    return ()
+            return trace
+    return None
+
+
+def _against_compiled(event: Event, built: SignatureIndex | None, base_context: dict[str, str]
+                      ) -> tuple[Cause, ...]:
+    """The causes of a compile that reuses an earlier trace, against what was compiled before
+    (not against traces that never compiled on their own: a shape seen only inside another jit
+    was never compiled for this function). Empty when nothing compiled has a signature."""
+    if built is None or event.signature is None or not built.signatures:
+        return ()
+    old = built.signatures[built.nearest(event.signature)]
+    return tuple(diff_signatures(event.signature, old, base_context)) or (
+        Cause(CauseCode.UNKNOWN, detail="same signature as an earlier compile: JAX's caches "
+              "were cleared or the entry was evicted"),)
 
 
 def _explain(event: Event, index: SignatureIndex, done_before: bool,
@@ -146,14 +172,11 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
     """Every difference between two signatures of one function, most telling first."""
     if new.function_id and old.function_id and new.function_id != old.function_id:
         yield Cause(CauseCode.NEW_FUNCTION, before=f"function object #{old.function_id}",
-                    after=f"function object #{new.function_id}",
-                    detail="a new function object with the same code: a lambda or "
-                           "functools.partial re-created, or jax.jit(obj.method) re-wrapping a "
-                           "bound method")
+                    after=f"function object #{new.function_id}", detail=_new_object(new))
     if new.context != old.context:  # (equal contexts have equal values for every name)
         yield from _context_causes(new.context, old.context, base_context)
     new_structure, old_structure = new.structure, old.structure
-    new_static, old_static = new.static, old.static
+    new_static, old_static = static_keys(new), static_keys(old)  # as JAX compares them
     same_structure, same_static = new_structure == old_structure, new_static == old_static
     moved_args: set[str] = set()  # arguments passed in one call only
     if not (same_structure or new_structure.keys() == old_structure.keys()) or not (
@@ -178,15 +201,11 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
         for name in sorted(new_structure.keys() & old_structure.keys()):
             if new_structure[name] != old_structure[name]:
                 skipped = skipped | {name}
-                yield from _structure_causes(name, new, old)
+                yield from structure_causes(name, new, old)
     if not same_static:
         for name in sorted(new_static.keys() & old_static.keys()):
             if new_static[name] != old_static[name]:
-                before, after = shown_pair(old_static[name], new_static[name])
-                field = changed_field(old_static[name], new_static[name])
-                yield Cause(CauseCode.STATIC_VALUE, argument=name, before=before, after=after,
-                            detail=f"static argument {name} has a new value"
-                                   + (f" (field `{field}` changed)" if field else ""))
+                yield static_cause(name, new, old)
     old_leaves = old.leaves
     for path, leaf in new.leaves.items():
         old_leaf = old_leaves.get(path)
@@ -196,6 +215,35 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
                 and leaf.weak_type == old_leaf.weak_type and leaf.sharding == old_leaf.sharding):
             continue  # leaf == old_leaf, without the dataclass's __eq__
         yield _leaf_cause(path, leaf, old_leaf)
+
+
+# What made a new function object, per kind, where the line is known (``created_at``: the first
+# line of a lambda or def; for the others, the line of the calling code that assigned it or the
+# jit wrapper holding it, or made it in the call's own statement) and where it is not.
+_NEW_OBJECT = {
+    FunctionKind.LAMBDA: ("a new lambda object with the same code, made at {at} on every call",
+                          "a new lambda object with the same code on every call"),
+    FunctionKind.CLOSURE: ("a new function object with the same code: the def at {at} inside "
+                           "another function runs again on every call",
+                           "a new function object with the same code (a def inside another "
+                           "function) on every call"),
+    FunctionKind.PARTIAL: ("a new functools.partial object on every call, from {at}",
+                           "a new functools.partial object on every call; where it is made is "
+                           "not known (JAX sees only the new object, at the call)"),
+    FunctionKind.BOUND_METHOD: ("a new bound method on every call (jax.jit(obj.method) "
+                                "re-wrapped), from {at}",
+                                "a new bound method on every call (jax.jit(obj.method) "
+                                "re-wrapped); where it is made is not known"),
+    FunctionKind.FUNCTION: ("a new function object with the same code, made at {at}",
+                            "a new function object with the same code: a lambda or "
+                            "functools.partial re-created, or jax.jit(obj.method) re-wrapping a "
+                            "bound method"),
+}
+
+
+def _new_object(sig: Signature) -> str:
+    known, unknown = _NEW_OBJECT.get(sig.function_kind, _NEW_OBJECT[FunctionKind.FUNCTION])
+    return known.format(at=relative(sig.created_at)) if sig.created_at else unknown
 
 
 def _context_causes(new: dict[str, str], old: dict[str, str], base_context: dict[str, str]
@@ -215,7 +263,8 @@ def _context_causes(new: dict[str, str], old: dict[str, str], base_context: dict
 def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
     shape, dtype = new.shape != old.shape, new.dtype != old.dtype
     weak_type, sharding = new.weak_type != old.weak_type, new.sharding != old.sharding
-    if shape:
+    key = dtype and (new.dtype.startswith("key<") or old.dtype.startswith("key<"))
+    if shape and not key:  # a typed PRNG key vs raw uint32 key data: another kind of value
         code, text = CauseCode.SHAPE, f"new shape {new.shape} (was {old.shape})"
     elif dtype:
         code, text = CauseCode.DTYPE, f"new dtype {new.dtype} (was {old.dtype})"
@@ -227,41 +276,9 @@ def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
     if shape + dtype + weak_type + sharding > 1:
         fields = [name for name, differs in (("shape", shape), ("dtype", dtype),
                                              ("weak_type", weak_type), ("sharding", sharding))
-                  if differs]
-        text += f"; also changed: {', '.join(fields[1:])}"
+                  if differs and name != code.value]
+        text += f"; also changed: {', '.join(fields)}"
     return Cause(code, path, old.short, new.short, text)
-
-
-def _structure_causes(name: str, new: Signature, old: Signature) -> Iterator[Cause]:
-    """``tree_structure`` causes for one argument: the smallest differing parts of two node
-    maps with their paths (``model.bn1.use_running_average``: ``False`` -> ``True``), or the
-    two structures, shortened around their first difference, when there is no node map."""
-    before_text, after_text = old.structure[name], new.structure[name]
-    diffs = structure_diff(before_text, after_text)
-    if not diffs:
-        before, after = shown_pair(treedef_text(before_text), treedef_text(after_text))
-        yield Cause(CauseCode.TREE_STRUCTURE, argument=name, before=before, after=after,
-                    detail=_structure_detail(name, new, old))
-        return
-    listed = "; ".join(f"{name}{path}: {shown(b or _ABSENT, 60)} -> {shown(a or _ABSENT, 60)}"
-                       for path, b, a in diffs[:_LISTED])
-    more = f" (and {len(diffs) - _LISTED} more)" if len(diffs) > _LISTED else ""
-    for path, b, a in diffs[:_LISTED]:
-        before, after = shown_pair(b or _ABSENT, a or _ABSENT)
-        yield Cause(CauseCode.TREE_STRUCTURE, argument=name + path, before=before, after=after,
-                    detail=f"pytree node data changed (a static field or attribute, e.g. a "
-                           f"train/eval flag): {listed}{more}")
-
-
-def _structure_detail(name: str, new: Signature, old: Signature) -> str:
-    new_paths = {p for p in new.leaves if top_name(p) == name}
-    old_paths = {p for p in old.leaves if top_name(p) == name}
-    parts = []
-    if new_paths - old_paths:
-        parts.append("added " + ", ".join(sorted(new_paths - old_paths)[:5]))
-    if old_paths - new_paths:
-        parts.append("removed " + ", ".join(sorted(old_paths - new_paths)[:5]))
-    return "pytree structure changed" + (": " + "; ".join(parts) if parts else "")
 
 
 def _passing(sig: Signature) -> str:

@@ -25,6 +25,7 @@ from recompile_cli.analysis.causes import Cause, explain_events
 from recompile_cli.analysis.merge import Part
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Event, Owner, function_key
+from recompile_cli.session.structures import treedef_text
 
 ASPECTS = ("compile count", "signatures", "causes", "trace errors")
 
@@ -160,7 +161,8 @@ def _values(event: Event) -> dict[str, str]:
     if signature is None:
         return {}
     out = signature.describe()
-    out.update({f"{name} (tree)": tree for name, tree in signature.structure.items()})
+    out.update({f"{name} (tree)": treedef_text(tree)  # JAX's text, not the node map
+                for name, tree in signature.structure.items()})
     out.update({f"context {name}": value for name, value in signature.context.items()})
     return out
 

@@ -11,7 +11,19 @@ from dataclasses import fields
 from operator import attrgetter
 from typing import Generic, TypeVar
 
+from recompile_cli.analysis.shorten import structure_cost
 from recompile_cli.session.model import Leaf, Signature
+
+
+def static_keys(sig: Signature) -> dict[str, Hashable]:
+    """Each static argument's value as JAX compares it (type, ``__hash__``, ``__eq__``): its
+    equality class where the recording has one (``Signature.static_classes``), else its text.
+    Two signatures' statics differ exactly where these keys do."""
+    classes = sig.static_classes
+    if not classes:
+        return sig.static  # type: ignore[return-value]
+    return {name: classes[name].number if name in classes else text
+            for name, text in sig.static.items()}
 
 
 def top_name(path: str) -> str:
@@ -28,8 +40,10 @@ def top_name(path: str) -> str:
 # - a *class* part, the same for every old signature with the same pytree structures, set of
 #   static names, set of leaf paths, set of context names and whether a function id is set: the
 #   new function object, context names the class does not set, a different set of arguments,
-#   and ``tree_structure`` (which also decides the leaves that are skipped);
-# - a *group* part, within a class: how many of the static values, context values, function id
+#   and ``tree_structure`` (one per differing part of a node map, ``shorten.structure_cost``;
+#   it also decides the leaves that are skipped);
+# - a *group* part, within a class: how many of the static values (as JAX compares them:
+#   ``static_keys``), context values, function id
 #   and (with the same arguments) the way they were passed differ;
 # - a *leaf* part, within a group: how many leaves at the paths both have (not skipped) differ.
 # Classes and groups are searched in the order of a lower bound on the number of differences
@@ -127,7 +141,8 @@ class _Group:
 class _Prepared:
     """What a search and an ``add`` need of one signature, computed once."""
 
-    __slots__ = ("leaves", "parts_key", "paths", "set_context", "shape", "sig", "values")
+    __slots__ = ("leaves", "parts_key", "paths", "set_context", "shape", "sig", "static",
+                 "values")
 
     def __init__(self, sig: Signature, base_context: dict[str, str]) -> None:
         self.sig = sig
@@ -141,8 +156,9 @@ class _Prepared:
         # what the class parts depend on, what decides the group within a class, and the
         # class and group (a dict's order only splits the caches keyed on them)
         structure = tuple(sig.structure.items())
+        self.static = static_keys(sig)
         self.parts_key = (structure, tuple(sig.static), self.set_context)
-        self.values = (tuple(sig.static.items()), tuple(sig.context.items()) if sig.context
+        self.values = (tuple(self.static.items()), tuple(sig.context.items()) if sig.context
                        else (), sig.function_id, sig.positional, sig.keywords)
         self.paths = tuple(leaves)
         self.shape = (structure, self.values, self.paths)
@@ -193,9 +209,10 @@ class _Class:
         # the group counts of the last query: (its values, same arguments, groups then, counts)
         self.last_counts: tuple[Hashable, bool, int, _GroupCounts] | None = None
 
-    def group(self, sig: Signature) -> _Group:
+    def group(self, new: _Prepared) -> _Group:
         """The group of a signature of this class (a new one if it is the first)."""
-        features = tuple([(feature, sig.static[name]) for name, feature in self.static_features]
+        sig, static = new.sig, new.static
+        features = tuple([(feature, static[name]) for name, feature in self.static_features]
                          + [(feature, sig.context[name]) for name, feature in self.context_features]
                          + ([(("f",), sig.function_id)] if self.has_id else [])
                          + [(("p",), (sig.positional, sig.keywords))])
@@ -232,7 +249,8 @@ class _Class:
             part += 1
         restructured = frozenset(name for name, text in structure.items()
                                  if name in self.structure and self.structure[name] != text)
-        return part + len(restructured), same_args, restructured | (new_args ^ self.args)
+        part += sum(structure_cost(self.structure[name], structure[name]) for name in restructured)
+        return part, same_args, restructured | (new_args ^ self.args)
 
     def group_counts(self, new: _Prepared, base_context: dict[str, str], same_args: bool
                      ) -> _GroupCounts:
@@ -245,7 +263,7 @@ class _Class:
                 and last[2] == len(self.groups)):
             return last[3]
         sig = new.sig
-        static, context = sig.static, sig.context
+        static, context = new.static, sig.context
         query: list[_Feature] = [(feature, static[name])
                                  for name, feature in self.static_features if name in static]
         for name, feature in self.context_features:
@@ -352,7 +370,7 @@ class SignatureIndex:
             if found is None:
                 found = self._classes[key] = _Class(sig)
                 self._class_list.append(found)
-            place = self._places[prepared.shape] = (found, found.group(sig))
+            place = self._places[prepared.shape] = (found, found.group(prepared))
         place[0].add(index, place[1], prepared.leaves)
 
     def _class_parts(self, new: _Prepared) -> list[tuple[int, bool, frozenset[str]]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
-from operator import itemgetter, sub, truediv
+from operator import itemgetter
 from typing import Any, cast
 
 from recompile_cli.session.model import Leaf, Signature
@@ -23,7 +23,14 @@ Transform = Callable[[Signature], Signature]
 
 def signature_key(sig: Signature) -> tuple[Hashable, ...]:
     """A hashable identity of everything a jit cache keys on."""
-    return (tuple(sorted(sig.leaves.items())), tuple(sorted(sig.static.items())),
+    return (tuple(sorted(sig.leaves.items())), *_rest_key(sig))
+
+
+def _rest_key(sig: Signature) -> tuple[Hashable, ...]:
+    """``signature_key`` but the leaves: statics (with their equality classes, where known),
+    structure, passing, context and function object."""
+    return (tuple(sorted(sig.static.items())),
+            tuple(sorted((k, c.number) for k, c in sig.static_classes.items())),
             tuple(sorted(sig.structure.items())), sig.positional, sig.keywords,
             tuple(sorted(sig.context.items())), sig.function_id)
 
@@ -79,11 +86,9 @@ class Distinct:
         if (previous is None or sig.static != previous.static
                 or sig.structure != previous.structure or sig.context != previous.context
                 or sig.positional != previous.positional or sig.keywords != previous.keywords
-                or sig.function_id != previous.function_id):
-            key = (tuple(sorted(sig.static.items())), tuple(sorted(sig.structure.items())),
-                   sig.positional, sig.keywords, tuple(sorted(sig.context.items())),
-                   sig.function_id)
-            self._rest = self._rests.setdefault(key, len(self._rests))
+                or sig.function_id != previous.function_id
+                or sig.static_classes != previous.static_classes):
+            self._rest = self._rests.setdefault(_rest_key(sig), len(self._rests))
         self._previous = sig
         row = self._seen.setdefault((self._rest, self._layout, values), len(self.rests))
         self.index.append(row)
@@ -233,13 +238,69 @@ def strong_type(path: str) -> Transform:
     return map_leaf(path, lambda leaf: replace(leaf, weak_type=False))
 
 
+def strong_types(paths: Iterable[str]) -> Transform:
+    """Every leaf of ``paths`` strongly typed: each given a dtype where it is created."""
+    wanted = frozenset(paths)
+
+    def transform(sig: Signature) -> Signature:
+        leaves = {path: replace(leaf, weak_type=False) if path in wanted else leaf
+                  for path, leaf in sig.leaves.items()}
+        return replace(sig, leaves=leaves)
+
+    return transform
+
+
+def typed_keys(paths: Iterable[str], impl: str, words: int) -> Transform:
+    """Raw uint32 keys (``jax.random.PRNGKey``: ``u32[..., words]``) of ``paths`` as typed keys
+    of ``impl`` (``jax.random.key``: ``key<impl>[...]``)."""
+    wanted = frozenset(paths)
+
+    def typed(leaf: Leaf) -> Leaf:
+        if leaf.dtype != "uint32" or not leaf.shape or leaf.shape[-1] != words:
+            return leaf
+        return replace(leaf, shape=leaf.shape[:-1], dtype=f"key<{impl}>", weak_type=False)
+
+    def transform(sig: Signature) -> Signature:
+        leaves = {path: typed(leaf) if path in wanted else leaf
+                  for path, leaf in sig.leaves.items()}
+        return replace(sig, leaves=leaves)
+
+    return transform
+
+
 def one_dtype(path: str, dtype: str) -> Transform:
     return map_leaf(path, lambda leaf: replace(leaf, dtype=dtype, weak_type=False))
 
 
 def without_static(name: str) -> Transform:
     def transform(sig: Signature) -> Signature:
-        return replace(sig, static={k: v for k, v in sig.static.items() if k != name})
+        return replace(sig, static={k: v for k, v in sig.static.items() if k != name},
+                       static_classes={k: c for k, c in sig.static_classes.items()
+                                       if k != name})
+
+    return transform
+
+
+def static_as(name: str, change: Callable[[str], str]) -> Transform:
+    """Static argument ``name`` compared by its text mapped through ``change``: values with the
+    same text are then equal (one object kept instead of a new one per call, or a class given
+    value equality; ``change`` may blank memory addresses)."""
+    def transform(sig: Signature) -> Signature:
+        if name not in sig.static:
+            return sig
+        return replace(sig, static={**sig.static, name: change(sig.static[name])},
+                       static_classes={k: c for k, c in sig.static_classes.items()
+                                       if k != name})
+
+    return transform
+
+
+def structure_as(name: str, change: Callable[[str], str]) -> Transform:
+    """The structure text of argument ``name`` mapped through ``change``."""
+    def transform(sig: Signature) -> Signature:
+        if name not in sig.structure:
+            return sig
+        return replace(sig, structure={**sig.structure, name: change(sig.structure[name])})
 
     return transform
 
@@ -291,10 +352,3 @@ def powers_of_two(sizes: Iterable[int]) -> dict[int, int]:
 def multiples_of(width: int, sizes: Iterable[int]) -> dict[int, int]:
     """Each size -> ``round_up(width)`` of it (inlined: called for every size seen)."""
     return {n: max(width, math.ceil(n / width) * width) for n in sizes}
-
-
-def padding_overhead(sizes: list[int], bucket: Callable[[int], int]) -> int:
-    """Average extra work of padding each size to its bucket, in percent of the size."""
-    positive = [n for n in sizes if n > 0]
-    extra = map(truediv, map(sub, map(bucket, positive), positive), positive)  # (b(n) - n) / n
-    return round(100 * sum(extra) / len(positive)) if positive else 0

@@ -12,11 +12,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from recompile_cli.analysis.causes import Cause
 from recompile_cli.analysis.merge import explain_by_process
 from recompile_cli.analysis.suggest import Suggestion, suggest
+from recompile_cli.analysis.tally import Tally, tally
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -49,6 +50,25 @@ class Totals:
     nested_trace: int
     persistent_cache_hits: int
     persistent_cache_saved_seconds: float
+    # Added in 0.2: compiles split into first compiles and re-compiles, and by owner.
+    first_compiles: int = 0
+    recompiles: int = 0
+    by_owner: dict[Owner, OwnerTotals] = field(default_factory=dict)  # owners with events
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerTotals:
+    """One owner's share of the run (``Totals.by_owner``): how many of its functions compiled,
+    and their traces, compiles (first compiles and re-compiles), errors and compile seconds
+    (``analysis.tally``)."""
+
+    functions: int
+    traces: int
+    compiles: int
+    first_compiles: int
+    recompiles: int
+    errors: int
+    compile_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +89,11 @@ class FunctionRow:
     lower_seconds: float
     compile_seconds: float
     causes: dict[CauseCode, int]
+
+    @property
+    def label(self) -> str:
+        """The name as reports show it (``shown_name``): ``update_fn (optax)``."""
+        return shown_name(self.name, self.owner, self.package)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +155,14 @@ def analyse(session: Session) -> Report:
     totals and the suggestions."""
     causes = explain_by_process(session.events, session.base_context)
     return Report(session, causes, _functions(session, causes), _cause_table(session, causes),
-                  _totals(session), tuple(suggest(session.events, causes)))
+                  _totals(session, causes), tuple(suggest(session.events, causes, session.calls)))
 
 
-def _totals(session: Session) -> Totals:
+def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
     events = session.events
     kinds = Counter(event_kind(e) for e in events if e.owner != Owner.JAX)
+    owners = {owner: tally((e for e in events if e.owner == owner), causes)
+              for owner in dict.fromkeys(e.owner for e in events)}
     return Totals(
         traces=sum(e.traced for e in events),
         compiles=sum(e.compiled for e in events),
@@ -151,16 +178,35 @@ def _totals(session: Session) -> Totals:
         nested_trace=kinds[EventKind.NESTED_TRACE],
         persistent_cache_hits=sum(e.persistent_cache == CacheOutcome.HIT for e in events),
         persistent_cache_saved_seconds=sum(e.cache_saved_seconds for e in events),
+        first_compiles=sum(t.first_compiles for t in owners.values()),
+        recompiles=sum(t.recompile_count for t in owners.values()),
+        by_owner={owner: _owner_totals(t) for owner, t in owners.items()},
     )
 
 
+def _owner_totals(found: Tally) -> OwnerTotals:
+    return OwnerTotals(functions=len(found.functions), traces=found.traces,
+                       compiles=found.compiles, first_compiles=found.first_compiles,
+                       recompiles=found.recompile_count, errors=found.error_count,
+                       compile_seconds=_seconds(found.compile_seconds))
+
+
 def package_of(owner: str, defined_at: str | None) -> str:
-    """The top-level package that defines a library function (``flax``), else the owner."""
+    """The top-level installed package that defines a function (``flax``, ``jax``), whoever
+    owns it (a library's function that the user jitted is the user's, defined in ``optax``),
+    else the owner."""
     path = path_of(defined_at) or ""
     match = re.search(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)", path)
-    if owner == Owner.LIBRARY and match:
+    if match:
         return match.group(1).removesuffix(".py")
     return owner
+
+
+def shown_name(name: str, owner: str, package: str) -> str:
+    """A function's name as reports show it: with its package where that is not its owner, so
+    that flax's internal ``<lambda>`` never reads as one of yours (``<lambda> (flax)``), and a
+    library's function that you jitted keeps its library's name (``update_fn (optax)``)."""
+    return name if package == owner else f"{name} ({package})"
 
 
 def _functions(session: Session, causes: dict[int, tuple[Cause, ...]]
@@ -187,10 +233,12 @@ def _function_row(key: str, members: list[Event], calls: int | None,
                   causes: dict[int, tuple[Cause, ...]]) -> FunctionRow:
     first = members[0]
     codes = Counter(causes[e.seq][0].code for e in members)
+    # the user's once any of its events is (the user jitted a library's function)
+    owner = Owner.USER if any(e.owner == Owner.USER for e in members) else first.owner
     return FunctionRow(
         key=key, name=first.function,
         defined_at=next((e.defined_at for e in members if e.defined_at is not None), None),
-        owner=first.owner, package=package_of(first.owner, first.defined_at), calls=calls,
+        owner=owner, package=package_of(owner, first.defined_at), calls=calls,
         traces=sum(e.traced for e in members), compiles=sum(e.compiled for e in members),
         errors=sum(e.error is not None for e in members),
         trace_seconds=_seconds(e.trace_seconds for e in members),
@@ -216,8 +264,9 @@ def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]
     groups: dict[tuple[str, Owner, CauseCode, str, str], _CauseGroup] = {}
     for e in session.events:
         cause = causes[e.seq][0]
-        if e.depth > 0 or e.owner == Owner.JAX or cause.code == CauseCode.FIRST_COMPILE:
-            continue
+        if (e.depth > 0 or e.owner == Owner.JAX or cause.code == CauseCode.FIRST_COMPILE
+                or e.error is not None or (e.owner != Owner.USER and not e.compiled)):
+            continue  # a trace that raised is no re-compile, nor a library's re-trace
         key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
         group = groups.get(key)
         if group is None:

@@ -1,7 +1,8 @@
 """Values as a user reads them: compared in full, shortened only for display.
 
 Owns the display cap of every value a cause shows (``shown``, ``shown_pair``: the two values cut
-around their first difference), naming the field where two ``repr`` texts first differ, and the
+around their first difference), the cut that fits a value into a terminal's column
+(``middle``), naming the field where two ``repr`` texts first differ, and the
 smallest differences between two pytree structures stored as node maps
 (``session.structures``). Pure text functions: no JAX.
 """
@@ -19,6 +20,18 @@ _CONTEXT = 40  # characters kept before the first difference when a value is cut
 def shown(text: str, limit: int = SHOWN) -> str:
     """``text`` cut to ``limit`` characters (renderers escape what it contains)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def middle(text: str, limit: int, end: float = 0.5) -> str:
+    """``text`` cut to ``limit`` characters by taking out a part of its middle, shown as
+    ``...``; ``end`` is the share of the kept characters taken from the end (1.0 keeps a
+    location's file name and line: ``...train_loop.py:51``)."""
+    if len(text) <= limit:
+        return text
+    if limit <= 3:
+        return text[:limit]
+    tail = round((limit - 3) * min(max(end, 0.0), 1.0))
+    return text[: limit - 3 - tail] + "..." + (text[len(text) - tail:] if tail else "")
 
 
 def shown_pair(before: str, after: str, limit: int = SHOWN) -> tuple[str, str]:
@@ -70,6 +83,15 @@ def changed_field(before: str, after: str) -> str | None:
             break
     match = _FIELD.search(prefix.replace("'", "").replace('"', ""))
     return match.group(1) if match else None
+
+
+LISTED_PARTS = 5  # differing parts of one structure reported as causes
+
+
+def structure_cost(before: str, after: str) -> int:
+    """How many causes two different structures of one argument give: one per differing part
+    of their node maps (at most ``LISTED_PARTS``), else one."""
+    return min(len(structure_diff(before, after)), LISTED_PARTS) or 1
 
 
 def structure_diff(before: str, after: str) -> list[tuple[str, str | None, str | None]]:

@@ -21,7 +21,7 @@ from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Owner, function_key
 
 # The recompile_cli package folder (this file is in recompile_cli/capture/).
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _dirs(*names: str) -> tuple[str, ...]:
@@ -68,7 +68,7 @@ def is_user_file(path: str) -> bool:
     if path.startswith("<"):
         return False
     path = os.path.abspath(path)
-    if path.startswith((_OWN_DIR, *_stdlib_dirs(), *_install_dirs())):
+    if path.startswith((OWN_DIR, *_stdlib_dirs(), *_install_dirs())):
         return False
     return owner_of(path) == Owner.USER
 
@@ -97,33 +97,50 @@ def python_function(fn: object) -> object:
             return fn
 
 
+def location_of(fn: object) -> str | None:
+    """``file:line`` where the plain Python function under ``fn`` is defined, if it has code."""
+    code = getattr(python_function(fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+
+
+def made_for(candidate: object, name: str, wrapper: types.CodeType) -> object | None:
+    """The plain function under ``candidate`` if it is the one a library's jit wrapper (code
+    ``wrapper``, renamed ``name``) was made for: named ``name``, with code in another file.
+    That function may be the user's (``equinox.filter_jit(step)``) or a library's
+    (diffrax's ``diffeqsolve``, wrapped by ``equinox.filter_jit`` where diffrax defines it)."""
+    inner = python_function(candidate)
+    code = getattr(inner, "__code__", None)
+    if (isinstance(code, types.CodeType) and getattr(inner, "__name__", None) == name
+            and code.co_filename != wrapper.co_filename):
+        return inner
+    return None
+
+
 def function_key_of(fn: object) -> str:
     """The ``name@file:line`` key the recorder gives the function under ``fn``: a library's
-    wrapper renamed after the user's function (``equinox.filter_jit`` jits its own
-    ``fun_wrapped`` named ``step``) is keyed by the user's function it was made for."""
+    wrapper renamed after the function it was made for (``equinox.filter_jit`` jits its own
+    ``fun_wrapped`` named ``step``) is keyed by that function (``made_for``)."""
     inner = python_function(fn)
     code = getattr(inner, "__code__", None)
     name = getattr(inner, "__name__", type(inner).__name__)
     if code is not None and name != code.co_name and not is_user_file(code.co_filename):
-        user = _user_function_named(name, sys._getframe(1))
-        if user is not None:
-            inner, code = user, user.__code__
+        found = _function_made_for(name, code, sys._getframe(1))
+        if found is not None:
+            inner, code = found, getattr(found, "__code__", code)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code else None
     return function_key(name, where)
 
 
-def _user_function_named(name: str, frame: types.FrameType | None, depth: int = 12
-                         ) -> types.FunctionType | None:
-    """The user's function called ``name`` held by a library frame on the stack (the wrapper
-    being made for it, e.g. ``fun`` in ``equinox.filter_jit(fun)``)."""
+def _function_made_for(name: str, wrapper: types.CodeType, frame: types.FrameType | None,
+                       depth: int = 12) -> object | None:
+    """The function a library's wrapper is being made for, held by a library frame on the
+    stack (e.g. ``fun`` in ``equinox.filter_jit(fun)``)."""
     while frame is not None and depth:
         if not is_user_file(frame.f_code.co_filename):
             for value in list(frame.f_locals.values()):
-                inner = python_function(value)
-                code = getattr(inner, "__code__", None)
-                if (isinstance(inner, types.FunctionType) and code is not None
-                        and inner.__name__ == name and is_user_file(code.co_filename)):
-                    return inner
+                found = made_for(value, name, wrapper)
+                if found is not None:
+                    return found
         frame, depth = frame.f_back, depth - 1
     return None
 
@@ -148,7 +165,7 @@ def user_traceback(exc: BaseException) -> str:
     try:
         stack = traceback.TracebackException.from_exception(exc)
         for link in _chain(stack):
-            kept = [f for f in link.stack if not f.filename.startswith((_OWN_DIR, "<frozen "))
+            kept = [f for f in link.stack if not f.filename.startswith((OWN_DIR, "<frozen "))
                     and not f.filename.endswith(_HIDDEN_MODULES[0])
                     and _HIDDEN_MODULES[1] not in f.filename]
             link.stack = traceback.StackSummary.from_list(kept)

@@ -271,6 +271,7 @@ class Hooks:
         # False once uninstalled: a wrapper of ours that someone else still calls (they patched
         # over it and kept it) then only delegates to JAX's function and records nothing.
         self._active = False
+        self._classes = signatures.EqualityClasses()  # static values, compared as JAX does
 
     def install(self) -> None:
         from jax._src import pjit, source_info_util
@@ -348,7 +349,7 @@ class Hooks:
                     jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
                     self._on_trace(signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
-                        trace_context()))
+                        trace_context(), self._classes))
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 

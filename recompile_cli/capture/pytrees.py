@@ -1,28 +1,39 @@
-"""Pytree structures and paths: a diffable description of an argument's structure, and the
-user's paths behind a library wrapper's arguments (checked on JAX 0.10.2, flax 0.12, equinox
-0.13).
+"""Pytree structures: a diffable description of an argument's structure (checked on JAX
+0.10.2, flax 0.12, equinox 0.13).
 
-``structure`` stores a large structure (a whole model) as a node map that ``analysis.causes``
-diffs path by path; ``graphdef_nodes`` reads a Flax NNX ``GraphDef``; ``user_leaf_names`` maps
-equinox's and Flax NNX's argument paths back to the user's parameters. Public JAX APIs only
+``structure`` stores a large structure (a whole model), or one with static data in a custom
+node, as a node map that ``analysis.causes`` diffs path by path: containers by their keys or
+length, custom nodes by their type and their static data, named per field where the node is a
+dataclass (``register_dataclass``, flax ``struct``, equinox ``Module``), a Flax NNX graph by
+each module's static attributes (``graphdef_nodes``). ``static_nodes`` describes a static
+pytree (equinox's static part of an argument) the same way, its non-array leaves included.
+``full_repr`` is the text every stored value is compared by. Public JAX APIs only
 (``jax.tree_util``); library objects are duck-typed, and anything unexpected leaves the plain
-names and texts in place. Runs on cache misses only.
+texts in place. Runs on cache misses only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from recompile_cli.session.structures import node_map_text
+from recompile_cli.capture.equality import type_name
+from recompile_cli.session.structures import (
+    ATTR,
+    AUX,
+    FIELD,
+    LEAF,
+    WHOLE_AUX,
+    Note,
+    node_map_text,
+    with_note,
+)
 
 # Stored values longer than this keep a prefix and a digest of the whole (compared in full).
 FULL_LIMIT = 4000
-# Structures whose treedef text is longer than this are stored as a node map (see structure()).
-INLINE_STRUCTURE = 200
 
 
 def full_repr(value: Any) -> str:
@@ -39,13 +50,28 @@ def full_repr(value: Any) -> str:
 
 
 # -- structures --------------------------------------------------------------------------
-def structure(value: Any) -> str:
-    """The pytree structure of one argument.
+Classify = Callable[[str, Any, str], Any]  # (path, value, its text) -> its ``equality.Klass``
+_UNKNOWN = object()  # a node whose value could not be followed
 
-    Small structures are JAX's treedef text (``{'x': *, 'y': *}``). Large ones (a whole model)
-    are a node map (``session.structures``) describing each node: containers by their keys or
-    length, custom nodes by their node data, a Flax NNX graph by each module's static
-    attributes. ``analysis.causes`` diffs node maps path by path.
+
+class _Array:
+    def __repr__(self) -> str:
+        return "array"
+
+
+ARRAY = _Array()  # stands for an array in a static pytree (equinox's static part of an argument)
+
+
+def structure(value: Any, classify: Classify | None = None) -> str:
+    """The pytree structure of one argument: ``*`` for one array, else a node map
+    (``session.structures``) with a line per node and per leaf (``*``), by the paths JAX names
+    the leaves with: containers by their kind (their keys and lengths are in their children's
+    paths), a custom node by its type and its static data (per named field where the node is a
+    dataclass: ``.tx``, else as a whole: ``.<aux>``), a Flax NNX graph by its modules,
+    variables and static attributes. ``classify`` gives static data its equality class
+    (``equality.EqualityClasses``), so that a value that prints the same as an earlier one but
+    compares unequal is told apart. ``analysis.causes`` diffs node maps path by path; JAX's
+    treedef text ends the map, so two maps are equal only when the treedefs are.
     """
     import jax
 
@@ -55,60 +81,198 @@ def structure(value: Any) -> str:
     text = str(treedef)
     if text.startswith("PyTreeDef(") and text.endswith(")"):
         text = text[len("PyTreeDef("):-1]
-    if len(text) <= INLINE_STRUCTURE:
-        return text
     try:
-        nodes = [(path, _one_line(description)) for path, description in _nodes(treedef, "", None)]
-    except Exception:  # an unexpected node: the full text still tells structures apart
-        nodes = []
+        nodes = _Walk(classify, _array_leaf).nodes(treedef, value, "", None)
+    except Exception:  # an unexpected node: the text alone still tells structures apart
+        return text
     return node_map_text(nodes, text)
+
+
+def static_nodes(value: Any, path: str, classify: Classify | None) -> list[tuple[str, str]]:
+    """The node map lines of a static pytree at ``path`` (equinox's static part of an argument,
+    a static argument that is a container): its nodes, as in ``structure``, and its leaves: the
+    value of each that is not ``ARRAY`` (JAX compares it with ``==``), ``*`` for an array."""
+    import jax
+
+    def leaf(leaf_path: str, item: Any) -> tuple[str, str]:
+        if item is ARRAY or item is _UNKNOWN:
+            return leaf_path, "*"
+        return _static_line(leaf_path, item, LEAF, classify)
+
+    return _Walk(classify, leaf).nodes(jax.tree_util.tree_structure(value), value, path, None)
+
+
+STATIC_NODES = 1000  # a static value with more nodes than this is kept as its text alone
+
+
+def static_view(value: Any, path: str, classify: Classify | None) -> str | None:
+    """A static argument that is a container (a tuple, a NamedTuple, a registered dataclass) as
+    a node map by paths (``cfg.steps``), so that the part that changed is named; None for a
+    plain value, a very large one, or anything unexpected."""
+    import jax
+
+    try:
+        treedef = jax.tree_util.tree_structure(value)
+        if not 1 < getattr(treedef, "num_nodes", 0) <= STATIC_NODES:
+            return None
+        return node_map_text(static_nodes(value, path, classify), full_repr(value))
+    except Exception:
+        return None
+
+
+def _array_leaf(path: str, item: Any) -> tuple[str, str]:
+    return path, "*"
+
+
+_FLAT_INDEX = re.compile(r"\[<flat index (\d+)>\]")
+
+
+def plain_path(path: str) -> str:
+    """A path as the user reads it: JAX's ``[<flat index 0>]`` (a custom node's child without
+    a key of its own) as ``[0]``."""
+    return _FLAT_INDEX.sub(r"[\1]", path) if "<flat index" in path else path
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _nodes(treedef: Any, path: str, parent: str | None) -> list[tuple[str, str]]:
-    data = treedef.node_data()
-    if data is None:
-        return []  # a leaf
-    kind, aux = data
-    children = treedef.children()
-    name = getattr(kind, "__name__", str(kind))
-    if kind is type(None):
-        return [(path, "None")]
-    if name == "NodeStates":  # Flax NNX: its GraphDef child describes the module at ``path``
-        out, names = [], [f"[{i}]" for i in range(len(children))]
-    elif kind is dict:
-        keys = list(aux or [])
-        out = [(path, "dict[" + ", ".join(repr(k) for k in keys) + "]")]
-        names = [f"[{k!r}]" for k in keys]
-    elif kind in (list, tuple):
-        out = [(path, f"{name}[{len(children)}]")]
-        names = [f"[{i}]" for i in range(len(children))]
-    elif isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        out = [(path, name)]
-        names = [f".{f}" for f in kind._fields]
-    elif _is_graphdef(aux):
-        owner = path[: -len("[0]")] if parent == "NodeStates" and path.endswith("[0]") else path
-        return graphdef_nodes(aux, owner)[0]
-    else:
-        out = [(path, f"{name}[{full_repr(aux)}]")]
-        names = [f"[{i}]" for i in range(len(children))]
-    for child, child_name in zip(children, names, strict=False):
-        out.extend(_nodes(child, path + child_name, name))
-    return out
+class _Walk:
+    """Walks a treedef and its value together, node by node, into node map lines."""
+
+    def __init__(self, classify: Classify | None,
+                 leaf: Callable[[str, Any], tuple[str, str]]) -> None:
+        self.classify = classify
+        self.leaf = leaf
+
+    def nodes(self, treedef: Any, value: Any, path: str, parent: str | None
+              ) -> list[tuple[str, str]]:
+        data = treedef.node_data()
+        if data is None:  # a leaf (none for NNX's state lists: its GraphDef names them)
+            return [] if parent == "NodeStates" else [self.leaf(path, value)]
+        kind, aux = data
+        children = treedef.children()
+        name = getattr(kind, "__name__", str(kind))
+        if kind is type(None):
+            return [(path, "None")]
+        values: list[Any] | None = None
+        if name == "NodeStates":  # Flax NNX: its GraphDef child describes the module
+            out, names = [], [f"[{i}]" for i in range(len(children))]
+        elif kind is dict:
+            keys = list(aux or [])
+            out, names = [(path, "dict")], [f"[{k!r}]" for k in keys]
+            values = _items(value, keys)
+        elif kind in (list, tuple) or (isinstance(kind, type) and issubclass(kind, tuple)
+                                       and hasattr(kind, "_fields")):
+            fields = getattr(kind, "_fields", None)  # a NamedTuple's
+            out = [(path, name)]
+            names = ([f".{f}" for f in fields] if fields
+                     else [f"[{i}]" for i in range(len(children))])
+            values = _items(value, range(len(children)))
+        elif is_graphdef(aux):
+            owner = path[: -len("[0]")] if parent == "NodeStates" and path.endswith("[0]") else path
+            return graphdef_nodes(aux, owner, self.classify)[0]
+        else:
+            keyed = _keyed_children(value, len(children))
+            names = ([key for key, _ in keyed] if keyed
+                     else [f"[{i}]" for i in range(len(children))])
+            values = [child for _, child in keyed] if keyed else None
+            out = [(path, _one_line(name)),
+                   *_static_data(kind, aux, value, path, names, self.classify)]
+        for i, (child, child_name) in enumerate(zip(children, names, strict=False)):
+            child_value = values[i] if values is not None and i < len(values) else _UNKNOWN
+            out.extend(self.nodes(child, child_value, path + child_name,
+                                  "NodeStates" if parent == "NodeStates" else name))
+        return out
 
 
-def _is_graphdef(obj: Any) -> bool:
+def _items(value: Any, keys: Iterable[Any]) -> list[Any] | None:
+    if value is _UNKNOWN:
+        return None
+    try:
+        return [value[key] for key in keys]
+    except Exception:
+        return None
+
+
+def _keyed_children(value: Any, count: int) -> list[tuple[str, Any]] | None:
+    """A custom node's children with JAX's names for them (``.x``; ``[0]``: ``plain_path``)."""
+    if value is _UNKNOWN:
+        return None
+    import jax
+
+    try:
+        pairs, _ = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda x: x is not value)
+        if len(pairs) != count:
+            return None
+        return [(plain_path(jax.tree_util.keystr(tuple(keys))), child) for keys, child in pairs]
+    except Exception:
+        return None
+
+
+def _static_data(kind: Any, aux: Any, value: Any, path: str, names: list[str],
+                 classify: Classify | None) -> list[tuple[str, str]]:
+    """The lines of a custom node's aux data: one per named static field, else one for all."""
+    if aux is None:
+        return []
+    fields = _field_names(kind, aux, value, {n[1:] for n in names if n.startswith(".")})
+    if fields is None:
+        return [_static_line(f"{path}.{AUX}", aux, WHOLE_AUX, classify)]
+    return [_static_line(f"{path}.{field}", item, WHOLE_AUX if field.startswith("<") else FIELD,
+                         classify) for field, item in zip(fields, aux, strict=True)]
+
+
+def _field_names(kind: Any, aux: Any, value: Any, data: set[str]) -> list[str] | None:
+    """The field names of a dataclass node's aux data, whose items are its static fields' values
+    in field order (``register_dataclass``, flax ``struct``); equinox puts one more item, its
+    wrapper data, first (``<aux 0>``). None when the values do not bear that out."""
+    if not isinstance(aux, tuple) or value is _UNKNOWN or not dataclasses.is_dataclass(kind):
+        return None
+    fields = [f.name for f in dataclasses.fields(kind) if f.name not in data]
+    extra = len(aux) - len(fields)
+    if extra not in (0, 1):
+        return None
+    for field, item in zip(fields, aux[extra:], strict=True):
+        if not _same(getattr(value, field, _UNKNOWN), item):
+            return None
+    return [f"<aux {i}>" for i in range(extra)] + fields
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _static_line(path: str, item: Any, kind: str, classify: Classify | None) -> tuple[str, str]:
+    text = _one_line(full_repr(item))
+    note = Note(kind)
+    if classify is not None:
+        try:
+            klass = classify(path, item, text)
+            if klass.ordinal:
+                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity)
+        except Exception:  # never raise into user code: the text alone tells values apart
+            pass
+    return path, with_note(text, note)
+
+
+def is_graphdef(obj: Any) -> bool:
     """A Flax NNX ``GraphDef`` (flax >= 0.11): a flat list of node defs and their attributes."""
     return (type(obj).__name__ == "GraphDef" and isinstance(getattr(obj, "nodes", None), list)
             and isinstance(getattr(obj, "attributes", None), list))
 
 
-def graphdef_nodes(graphdef: Any, prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """(path -> description of every module and static attribute, the path of each state leaf
-    in order) for a Flax NNX ``GraphDef``, walked the way ``nnx.graphlib`` unflattens it."""
+def graphdef_nodes(graphdef: Any, prefix: str, classify: Classify | None = None
+                   ) -> tuple[list[tuple[str, str]], list[str]]:
+    """(path -> description of every module, variable and static attribute, the path of each
+    state leaf in order) for a Flax NNX ``GraphDef``, walked the way ``nnx.graphlib`` unflattens
+    it. A variable is described by its type (``Param``), its metadata on a line of its own
+    (``.<metadata>``); a static attribute by its value, told apart by ``classify`` from an
+    earlier one that prints the same but compares unequal."""
     entries: list[tuple[str, str]] = []
     leaves: list[str] = []
     nodes = iter(graphdef.nodes)
@@ -123,7 +287,11 @@ def graphdef_nodes(graphdef: Any, prefix: str) -> tuple[list[tuple[str, str]], l
         kind = type(node).__name__
         type_name = getattr(getattr(node, "type", None), "__name__", getattr(node, "type", kind))
         if kind == "VariableDef":
-            entries.append((path, f"{type_name} {full_repr(getattr(node, 'metadata', None))}"))
+            entries.append((path, str(type_name)))
+            metadata = getattr(node, "metadata", None)
+            if metadata:
+                entries.append((f"{path}.<metadata>",
+                                with_note(_one_line(full_repr(metadata)), Note(ATTR))))
             leaves.append(path)
             return
         if kind in ("ArrayRefDef", "NodeRef"):
@@ -138,8 +306,9 @@ def graphdef_nodes(graphdef: Any, prefix: str) -> tuple[list[tuple[str, str]], l
             attr_kind = type(attr).__name__
             if attr_kind == "Static":
                 if not (isinstance(key, str) and key.startswith("_pytree__")):
-                    entries.append((sub, full_repr(attr.value)))
+                    entries.append(_static_line(sub, attr.value, ATTR, classify))
             elif attr_kind == "LeafAttr":
+                entries.append((sub, "*"))
                 leaves.append(sub)
             elif attr_kind == "NodeAttr":
                 visit(next(nodes), sub)
@@ -150,92 +319,3 @@ def graphdef_nodes(graphdef: Any, prefix: str) -> tuple[list[tuple[str, str]], l
     if first is not None:
         visit(first, prefix)
     return entries, leaves
-
-
-
-
-# -- the user's paths behind library wrappers ---------------------------------------------------
-def user_leaf_names(fun: Any, names: list[str], params: Sequence[str],
-                    args: tuple[Any, ...]) -> list[str]:
-    """``names`` with a library wrapper's argument paths replaced by the user's: equinox's
-    ``dynamic_nodonate['rest'][0]`` -> ``x``, Flax NNX's ``model.states[0][3]`` ->
-    ``model.lin.kernel``. Unknown wrappers and anything unexpected leave the names as they are."""
-    renames: dict[str, str] = {}
-    try:
-        renames.update(_equinox_renames(fun, args))
-    except Exception:
-        pass
-    for param, value in zip(params, args, strict=False):
-        try:
-            renames.update(_nnx_renames(param, value))
-        except Exception:
-            continue
-    return [renames.get(n, n) for n in names] if renames else names
-
-
-def _nnx_renames(param: str, value: Any) -> dict[str, str]:
-    """``param.states[0][k]`` -> ``param.<path of leaf k>`` for a Flax NNX ``NodeStates``."""
-    if type(value).__name__ != "NodeStates":  # checked first: the common case, and cheap
-        return {}
-    states = getattr(value, "states", None)
-    graphdef = getattr(value, "_graphdef", None)
-    if not _is_graphdef(graphdef):
-        return {}
-    if not isinstance(states, tuple) or len(states) != 1:
-        return {}
-    _, leaves = graphdef_nodes(graphdef, param)
-    return {f"{param}.states[0][{k}]": path for k, path in enumerate(leaves)}
-
-
-def _equinox_renames(fun: Any, args: tuple[Any, ...]) -> dict[str, str]:
-    """Leaf names of ``equinox.filter_jit``'s ``fun_wrapped(dynamic_donate, dynamic_nodonate,
-    static)`` (equinox 0.11-0.13) mapped back to the user's parameters."""
-    code = getattr(fun, "__code__", None)
-    if code is None or code.co_name != "fun_wrapped":
-        return {}
-    if not (getattr(fun, "__module__", "") or "").startswith("equinox"):
-        return {}
-    import jax
-
-    if len(args) != 3 or not (isinstance(args[2], tuple) and len(args[2]) == 3):
-        return {}
-    static_fun, static_first, static_rest = args[2]
-    user = next((f for f in static_fun[0] if callable(f)), None)
-    try:
-        sig = inspect.signature(user) if user is not None else None
-    except (TypeError, ValueError):
-        sig = None
-    params = positional_names(sig, 64)
-
-    def paths(static: Any) -> list[str]:
-        treedef = static[1]
-        tree = jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
-        return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-
-    def rest_name(path: str) -> str:
-        match = re.match(r"\[0\]\[(\d+)\](.*)", path)
-        if match:
-            return params[int(match.group(1)) + 1] + match.group(2)
-        match = re.match(r"\[1\]\['([^']+)'\](.*)", path)
-        return match.group(1) + match.group(2) if match else f"args{path}"
-
-    out: dict[str, str] = {}
-    for holder in ("dynamic_donate", "dynamic_nodonate"):
-        for i, path in enumerate(paths(static_first)):
-            out[f"{holder}['first'][{i}]"] = params[0] + path
-        for i, path in enumerate(paths(static_rest)):
-            out[f"{holder}['rest'][{i}]"] = rest_name(path)
-    return out
-
-
-def positional_names(sig: inspect.Signature | None, count: int) -> list[str]:
-    """Names of the first ``count`` positional parameters (``args[i]`` past the known ones)."""
-    names: list[str] = []
-    if sig is not None:
-        for p in sig.parameters.values():
-            if p.kind == inspect.Parameter.VAR_POSITIONAL:
-                break
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                          inspect.Parameter.POSITIONAL_OR_KEYWORD):
-                names.append(p.name)
-    return [names[i] if i < len(names) else f"args[{i}]" for i in range(count)]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from recompile_cli.capture import frames, jax_internals
+from recompile_cli.capture import frames, jax_internals, origins
 from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
 from recompile_cli.capture.frames import exception_summary
 from recompile_cli.capture.signatures import LowerInfo, TraceInfo
@@ -90,8 +90,7 @@ class Recorder:
         self._warnings: list[str] = []
         self._internal_errors = 0
         self._hooks: jax_internals.Hooks | None = None
-        self._functions: dict[int, tuple[Any, int]] = {}
-        self._next_function_id = 0
+        self._functions = origins.Functions()
         self._base_context: dict[str, str] = {}
         self._last_context: tuple[dict[str, str], dict[str, str]] | None = None
         self._t0 = 0.0
@@ -302,17 +301,20 @@ class Recorder:
     def _on_trace(self, info: TraceInfo) -> None:
         if self._paused:
             return
+        owner, created_at = self._origin(info)
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
-                          owner=Owner.JAX if info.eager_primitive else None)
+                          owner=owner)
         draft.traced, draft.trace_seconds, draft.jaxpr_id = True, info.seconds, info.jaxpr_id
         context = self._context_changes(info.context)
         draft.signature = Signature(
             leaves=info.leaves, static=info.static, structure=info.structure,
             positional=info.positional, keywords=info.keywords, context=context,
-            function_id=self._function_id(info.fun), function_kind=info.function_kind)
+            function_id=self._functions.function_id(info.fun), function_kind=info.function_kind,
+            created_at=created_at, static_classes=info.static_classes,
+            python_scalars=info.python_scalars)
         if info.error is not None:
             draft.error = trace_error(info.error, info.leaves)
-        elif draft.owner == Owner.USER:
+        elif frames.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
             snapshot = Snapshot.take(info.fun)
             if snapshot is not None:
                 self._snapshots.append((info.name, info.defined_at, snapshot))
@@ -342,7 +344,8 @@ class Recorder:
             if traced is not None and traced.function != info.name:
                 traced = None
             current = self._new(info.name, traced.defined_at if traced else info.defined_at,
-                                depth=0, seconds=seconds)
+                                depth=0, seconds=seconds,
+                                owner=traced.owner if traced is not None else None)
             current.signature = (traced.signature if traced is not None
                                  else Signature(leaves=info.leaves))
             current.lowering_changes = info.changes
@@ -354,11 +357,20 @@ class Recorder:
         self._internal_errors += 1
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _origin(self, info: TraceInfo) -> tuple[Owner | None, str | None]:
+        """Whose the traced function is and where the user's code made it, read from this
+        stack (``origins.Functions.origin``)."""
+        try:
+            return self._functions.origin(info, sys._getframe(2))
+        except Exception as exc:
+            self._on_internal_error(exc)
+            return (Owner.JAX if info.eager_primitive else None), None
+
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
              owner: Owner | None = None) -> Draft:
         draft = Draft(
             function=name, defined_at=defined_at,
-            owner=owner or frames.owner_of(path_of(defined_at)),
+            owner=owner or self._functions.owner(name, defined_at),
             call_site=frames.user_call_site(skip=2) or self._call_label,
             call_index=self._call_index, call_of=self._call_of, depth=depth,
             start=time.perf_counter() - seconds - self._t0)
@@ -392,22 +404,6 @@ class Recorder:
         changes = {k: v for k, v in context.items() if self._base_context.get(k) != v}
         self._last_context = (context, changes)
         return changes
-
-    def _function_id(self, fun: Any) -> int:
-        """A small integer per distinct function object (ids alone can be reused after GC)."""
-        key = id(fun)
-        known = self._functions.get(key)
-        if known is not None:
-            old_ref, token = known
-            if (old_ref() if isinstance(old_ref, weakref.ref) else old_ref) is fun:
-                return token
-        try:
-            ref: Any = weakref.ref(fun)
-        except TypeError:
-            ref = fun  # not weak-referenceable: keep it alive so its id stays unique
-        self._next_function_id += 1
-        self._functions[key] = (ref, self._next_function_id)
-        return self._next_function_id
 
 
 def _configured_cache_dir() -> str | None:

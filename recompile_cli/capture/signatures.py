@@ -2,9 +2,10 @@
 
 Owns what ``jax_internals`` hands the recorder about one traced call or lowering (``TraceInfo``,
 ``LowerInfo``): leaves (abstract values -> ``Leaf``), argument and parameter names, static
-values (compared in full: ``full_repr``), the function kind, the user's function behind a
-library wrapper, name/location parsing of ``DebugInfo``, and lowering-key changes. Pytree
-structures and the user's paths behind library wrappers are in ``pytrees``. Reads the objects
+values (compared in full: ``full_repr``, and as JAX compares them: ``equality``), the function
+kind, the user's function behind a library wrapper, name/location parsing of ``DebugInfo``, and
+lowering-key changes. Pytree structures are in ``pytrees``, the user's paths behind library
+wrappers in ``wrapped``. Reads the objects
 JAX passes to its own functions (``JitInfo``, ``DebugInfo``, avals) but imports nothing from
 ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
 """
@@ -17,16 +18,18 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from recompile_cli.capture import frames, pytrees
+from recompile_cli.capture import frames, pytrees, wrapped
+from recompile_cli.capture.equality import EqualityClasses
 from recompile_cli.capture.pytrees import full_repr
+from recompile_cli.capture.scalars import python_scalar_leaves
 from recompile_cli.session.locations import path_of
-from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner
+from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner, StaticClass
 
-__all__ = ["LowerInfo", "LoweringKeys", "TraceInfo", "full_repr", "lower_info", "short_repr",
-           "trace_info"]
+__all__ = ["EqualityClasses", "LowerInfo", "LoweringKeys", "TraceInfo", "full_repr",
+           "lower_info", "short_repr", "trace_info"]
 
 
 def short_repr(value: Any, limit: int = 120) -> str:
@@ -82,6 +85,9 @@ class TraceInfo:
     function_kind: FunctionKind
     error: BaseException | None
     jaxpr_id: int | None  # id of the traced ClosedJaxpr, to pair the trace with its lowering
+    behind: Any = None  # the function a library's jit wrapper ``fun`` was made for, if any
+    static_classes: dict[str, StaticClass] = field(default_factory=dict)
+    python_scalars: tuple[str, ...] | None = None  # leaves passed as Python scalars
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +104,7 @@ class LowerInfo:
 def key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...]
                  ) -> Iterator[Change]:
     """The lowering-key fields that differ, per argument for the per-argument tuples."""
-    for field, new, old in zip(_LOWER_FIELDS, after, before, strict=False):
+    for key_field, new, old in zip(_LOWER_FIELDS, after, before, strict=False):
         if new == old:
             continue
         per_argument = (isinstance(new, tuple) and isinstance(old, tuple)
@@ -106,37 +112,84 @@ def key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...
         if per_argument:
             for name, n, o in zip(names, new, old, strict=False):
                 if n != o:
-                    yield Change(field, full_repr(o), full_repr(n), argument=name)
+                    yield Change(key_field, full_repr(o), full_repr(n), argument=name)
         else:
-            yield Change(field, full_repr(old), full_repr(new))
+            yield Change(key_field, full_repr(old), full_repr(new))
 
 
 def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[Any, ...],
                kwargs: dict[str, Any], depth: int, seconds: float, error: BaseException | None,
-               jaxpr: Any, context: dict[str, str]) -> TraceInfo:
-    """A ``TraceInfo`` from what ``_trace_for_jit`` received (``ji``: JAX's ``JitInfo``)."""
+               jaxpr: Any, context: dict[str, str], classes: EqualityClasses | None = None
+               ) -> TraceInfo:
+    """A ``TraceInfo`` from what ``_trace_for_jit`` received (``ji``: JAX's ``JitInfo``);
+    ``classes``: the recording's equality classes, to compare static values as JAX does."""
     name, defined_at = name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
+    behind = None
     if frames.owner_of(path_of(defined_at)) == Owner.LIBRARY:
-        defined_at = user_function_behind(
-            fun, lambda: [args[i] for i in static_nums if i < len(args)], name) or defined_at
+        behind = function_behind(
+            fun, lambda: [args[i] for i in static_nums if i < len(args)], name)
+        defined_at = frames.location_of(behind) if behind is not None else defined_at
     params = param_names(ji, len(args))
-    names = pytrees.user_leaf_names(fun, arg_names(dbg, len(avals)), params, args)
+    raw = arg_names(dbg, len(avals))
+    names = wrapped.user_leaf_names(fun, raw, params, args)
+    if names is not raw and jaxpr is not None:  # a wrapper's: its lowerings use them too
+        _USER_NAMES.remember(jaxpr, names)
     leaves = {n: leaf(a) for n, a in zip(names, avals, strict=False)}
-    static = {params[i]: full_repr(v) for i, v in enumerate(args) if i in static_nums}
-    static.update({k: full_repr(v) for k, v in kwargs.items() if k in static_names})
-    structures = {params[i]: pytrees.structure(v)
-                  for i, v in enumerate(args) if i not in static_nums}
-    structures.update({k: pytrees.structure(v)
-                       for k, v in kwargs.items() if k not in static_names})
+    static_values = {params[i]: v for i, v in enumerate(args) if i in static_nums}
+    static_values.update({k: v for k, v in kwargs.items() if k in static_names})
+    static, static_classes, equinox = _statics(fun, args, params, static_values, classes,
+                                               (name, defined_at))
+    dynamic = {params[i]: v for i, v in enumerate(args) if i not in static_nums}
+    dynamic.update({k: v for k, v in kwargs.items() if k not in static_names})
+    if equinox:  # equinox's static tuple describes the structures of its dynamic holders too
+        dynamic = {}
+    structures = {k: pytrees.structure(v, _classifier(classes, name, defined_at, k))
+                  for k, v in dynamic.items()}
     return TraceInfo(
         fun=fun, name=name, defined_at=defined_at,
         eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
         seconds=seconds, leaves=leaves, static=static, structure=structures,
         positional=len(args), keywords=tuple(sorted(kwargs)),
         context=context, function_kind=function_kind(fun),
-        error=error, jaxpr_id=None if jaxpr is None else id(jaxpr))
+        error=error, jaxpr_id=None if jaxpr is None else id(jaxpr), behind=behind,
+        static_classes=static_classes, python_scalars=python_scalar_leaves(
+            names, avals, args, kwargs, static_nums, static_names))
+
+
+def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
+             values: dict[str, Any], classes: EqualityClasses | None,
+             function: tuple[str, str | None]
+             ) -> tuple[dict[str, str], dict[str, StaticClass], bool]:
+    """(each static value's text, its equality class, whether equinox's static tuple was
+    described by the user's paths). A container's text is a node map by paths (``cfg.steps``),
+    equinox's static tuple one by the user's parameters (``model.act``, ``n``)."""
+    name, defined_at = function
+    texts = {param: full_repr(value) for param, value in values.items()}
+    found: dict[str, StaticClass] = {}
+    equinox = None
+    if values and len(params) == 3:
+        equinox = wrapped.equinox_static(fun, args,
+                                         _classifier(classes, name, defined_at, params[2]))
+    for param, value in values.items():
+        if classes is not None:
+            found[param] = classes.classify(("static", name, defined_at, param), value,
+                                            texts[param]).described()
+        view = (equinox if equinox is not None and param == params[2] else
+                pytrees.static_view(value, param, _classifier(classes, name, defined_at, param)))
+        if view is not None:
+            texts[param] = view
+    return texts, found, equinox is not None
+
+
+def _classifier(classes: EqualityClasses | None, name: str, defined_at: str | None,
+                param: str) -> pytrees.Classify | None:
+    """Equality classes of the static data in argument ``param``: a table per path."""
+    if classes is None:
+        return None
+    return lambda path, value, text: classes.classify(
+        ("node", name, defined_at, param, path), value, text)
 
 
 
@@ -167,13 +220,51 @@ class LoweringKeys:
                 del self._keys[ident]
 
 
+class _UserNames:
+    """The user's leaf names of a library wrapper's traced jaxpr (``model.w`` for equinox's
+    ``dynamic_nodonate['first'][0]``), so that its lowerings name arguments the same way; held
+    while the jaxpr lives, at most ``LIMIT`` of them."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[weakref.ref[Any], list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, jaxpr: Any, names: list[str]) -> None:
+        ident = id(jaxpr)
+        try:
+            ref = weakref.ref(jaxpr, functools.partial(self._forget, ident))
+        except TypeError:
+            return
+        with self._lock:
+            if len(self._names) >= self.LIMIT:
+                self._names.clear()
+            self._names[ident] = (ref, names)
+
+    def _forget(self, ident: int, ref: weakref.ref[Any]) -> None:
+        with self._lock:
+            found = self._names.get(ident)
+            if found is not None and found[0] is ref:
+                del self._names[ident]
+
+    def get(self, jaxpr: Any) -> list[str] | None:
+        found = self._names.get(id(jaxpr))
+        names = found[1] if found is not None and found[0]() is jaxpr else None
+        count = len(getattr(jaxpr, "in_avals", ()))
+        return names if names is not None and len(names) == count else None
+
+
+_USER_NAMES = _UserNames()
+
+
 def lower_info(earlier: list[tuple[Any, ...]], jaxpr: Any, args: tuple[Any, ...]) -> LowerInfo:
     """A ``LowerInfo`` for a missed ``_pjit_lower(jaxpr, *args)``; ``earlier``: the lowering keys
     of this jaxpr seen before, oldest first. The change is read against the closest earlier key
     (fewest differences, ties to the most recent)."""
     dbg = getattr(jaxpr.jaxpr, "debug_info", None)
     name, defined_at = name_and_location(dbg, fallback=str(args[6]) if len(args) > 6 else "?")
-    names = arg_names(dbg, len(jaxpr.in_avals))
+    names = _USER_NAMES.get(jaxpr) or arg_names(dbg, len(jaxpr.in_avals))
     leaves = {n: leaf(a) for n, a in zip(names, jaxpr.in_avals, strict=False)}
     others = [key for key in earlier if key != tuple(args)]
     changes: tuple[Change, ...] | None = None
@@ -206,10 +297,11 @@ def _split_location(src: str, func_name: str | None, fallback: str) -> tuple[str
 
 
 def arg_names(dbg: Any, count: int) -> list[str]:
-    """JAX's names of the flattened arguments (``x``, ``batch['x']``), ``args[i]`` if unknown."""
+    """JAX's names of the flattened arguments (``x``, ``batch['x']``; ``batch[0]`` for JAX's
+    ``batch[<flat index 0>]``), ``args[i]`` if unknown."""
     names = getattr(dbg, "arg_names", None)
     if names is not None and len(names) == count:
-        return [n if n else f"args[{i}]" for i, n in enumerate(names)]
+        return [pytrees.plain_path(n) if n else f"args[{i}]" for i, n in enumerate(names)]
     return [f"args[{i}]" for i in range(count)]
 
 
@@ -221,7 +313,7 @@ def param_names(ji: Any, count: int) -> tuple[str, ...]:
     known = _PARAM_NAMES.get(key)
     if known is not None and known[0] is sig:
         return known[1]
-    names = tuple(pytrees.positional_names(sig, count))
+    names = tuple(wrapped.positional_names(sig, count))
     if len(_PARAM_NAMES) >= 1024:
         _PARAM_NAMES.clear()
     _PARAM_NAMES[key] = (sig, names)  # holds ``sig``, so its id is not reused meanwhile
@@ -246,12 +338,12 @@ def function_kind(fun: Any) -> FunctionKind:
     return FunctionKind.FUNCTION
 
 
-def user_function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str
-                         ) -> str | None:
-    """``file:line`` of the user's function that a library's jit wrapper traces for it.
+def function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str) -> Any:
+    """The function that a library's jit wrapper traces for it (``frames.made_for``): the
+    user's, or another library's (diffrax's ``diffeqsolve`` behind ``equinox.filter_jit``).
 
     Wrappers such as ``equinox.filter_jit`` jit a function of their own, renamed after the
-    user's, and pass the user's function along (as a static argument or in a closure). Only a
+    wrapped one, and pass that one along (as a static argument or in a closure). Only a
     renamed wrapper (its ``__name__`` is not its code's name) is looked through: a library's
     own ``lambda`` (flax linen's ``jax.eval_shape(lambda ...)``) stays the library's.
     """
@@ -264,11 +356,9 @@ def user_function_behind(fun: Any, static_values: Callable[[], list[Any]], name:
     for value in static_values():
         candidates += _shallow(value)
     for candidate in candidates:
-        inner = frames.python_function(candidate)
-        inner_code = getattr(inner, "__code__", None)
-        if (inner_code is not None and getattr(inner, "__name__", None) == name
-                and frames.is_user_file(inner_code.co_filename)):
-            return f"{inner_code.co_filename}:{inner_code.co_firstlineno}"
+        found = frames.made_for(candidate, name, code)
+        if found is not None:
+            return found
     return None
 
 

@@ -4,10 +4,16 @@ JAX bakes the values a function reads from globals and closures into the trace; 
 value changes later, the cached executable silently keeps the old one. ``Snapshot.take`` records
 the simple values (numbers, strings, tuples of them, small arrays) a function's code reads at
 trace time; ``Snapshot.stale`` lists the ones whose current value differs.
+
+Which names count is read from the bytecode (``loaded_names``): only the global loads and the
+closure-cell loads of the function and of the functions, lambdas, classes and comprehensions
+defined inside it. Attribute, method and import names (``batch.tokens``) are never globals.
 """
 
 from __future__ import annotations
 
+import dis
+import functools
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +23,15 @@ from recompile_cli.session.model import CaptureScope
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()
+# Opcodes that read a global (LOAD_NAME: class bodies; LOAD_FROM_DICT_OR_GLOBALS: 3.12+
+# annotation scopes) and that read a closure cell (LOAD_CLASSDEREF: 3.11 class bodies,
+# LOAD_FROM_DICT_OR_DEREF its 3.12+ successor). LOAD_CLOSURE only passes a cell on to a nested
+# function (a plain LOAD_FAST from 3.13): the nested function's own loads decide.
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+_CELL_LOADS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF"})
+# Those that look in a class body's own namespace first: a name it assigns is not read outside.
+_DICT_FIRST = frozenset({"LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_CLASSDEREF",
+                         "LOAD_FROM_DICT_OR_DEREF"})
 
 
 @dataclass(frozen=True)
@@ -32,15 +47,18 @@ class Snapshot:
         if code is None:
             return None
         globals_dict = getattr(fn, "__globals__", None)
+        global_names, cell_names = loaded_names(code)
         global_values = {}
         if globals_dict is not None:
-            for name in _global_names(code):
+            for name in global_names:
                 value = globals_dict.get(name, _MISSING)
                 seen = _fingerprint(value)
                 if seen is not None:
                     global_values[name] = seen
         cells = {}
         for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+            if name not in cell_names:
+                continue
             try:
                 seen = _fingerprint(cell.cell_contents)
             except ValueError:  # an empty cell
@@ -70,13 +88,40 @@ class Snapshot:
         return out
 
 
-def _global_names(code: types.CodeType) -> set[str]:
-    """Names the code (and the lambdas/comprehensions inside it) may read as globals."""
-    names = set(code.co_names)
+@functools.lru_cache(maxsize=1024)
+def loaded_names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
+    """(globals, closure variables) that ``code`` and the code nested in it load.
+
+    A closure variable is one of ``code.co_freevars``: loaded by ``code`` itself or by a nested
+    function whose free variable is bound to it (not to a cell of an enclosing nested function
+    that rebinds the name). Code that cannot be read gives no names.
+    """
+    global_names: set[str] = set()
+    cell_names: set[str] = set()
+    try:
+        _collect(code, frozenset(code.co_freevars), global_names, cell_names)
+    except Exception:  # bytecode this Python's dis cannot read: claim nothing
+        return frozenset(), frozenset()
+    return frozenset(global_names), frozenset(cell_names)
+
+
+def _collect(code: types.CodeType, outer: frozenset[str], global_names: set[str],
+             cell_names: set[str]) -> None:
+    """Add the global loads of ``code`` and its loads of the cells named in ``outer``."""
+    instructions = list(dis.get_instructions(code))
+    own = {i.argval for i in instructions if i.opname == "STORE_NAME"}  # a class body's names
+    for instruction in instructions:
+        name, opname = instruction.argval, instruction.opname
+        if not isinstance(name, str) or (opname in _DICT_FIRST and name in own):
+            continue
+        if opname in _GLOBAL_LOADS:
+            global_names.add(name)
+        elif opname in _CELL_LOADS and name in outer:
+            cell_names.add(name)
+    passed_on = outer - frozenset(code.co_cellvars)  # a cell of this code hides the outer one
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
+            _collect(const, passed_on & frozenset(const.co_freevars), global_names, cell_names)
 
 
 def _fingerprint(value: Any) -> tuple[Any, str] | None:

@@ -234,16 +234,17 @@ def check(
         output.check_writable(save_to, "--save-baseline")
         loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
         runs, interrupted = run_checks(budgets, hook_mode)
+    shown = output.shown_path(path)
     with exits.deferred_signals() as received:
-        result = evaluate(runs, loaded, f"recompile-cli check {path} --save-baseline {baseline}",
+        result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",
                           strict)
         if save_to is not None and not interrupted:
             output.write_file(save_to, baselines.baseline_text([r.report for r in runs]),
                               "baseline", problems)
         if runs:
             env = runs[0].report.session.environment
-            typer.echo(f"recompile-cli check: {path} (jax {env.jax_version}, {env.backend})")
-        output.emit_gate(result, junit, str(path), problems,
+            typer.echo(f"recompile-cli check: {shown} (jax {env.jax_version}, {env.backend})")
+        output.emit_gate(result, junit, shown, problems,
                          markdown=fmt == GateFormat.markdown)
     raised = "; ".join(f"{e.target}: {e.message}" for e in result.errors) or None
     code = output.exit_code(raised, interrupted or received.code, result.held, problems)
@@ -318,7 +319,8 @@ def _finish(outcome: Outcome, request: Request) -> None:
             output.write_file(request.save_baseline, baselines.baseline_text([report]),
                               "baseline", problems)
         gated = request.gates.any or request.baseline is not None
-        result = evaluate([Gated(outcome.session.target, report, request.gates)],
+        result = evaluate([Gated(outcome.session.target, report, request.gates,
+                                 outcome.failure)],
                           request.baseline,
                           f"re-run with --save-baseline {request.baseline_path}")
         if gated:

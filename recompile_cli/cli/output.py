@@ -73,6 +73,13 @@ def absolute(path: Path | None) -> Path | None:
     return None if path is None else Path(os.path.abspath(path))
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as the outputs show it: relative to the working folder when below it."""
+    from recompile_cli.session.locations import relative
+
+    return relative(str(path)) or str(path)
+
+
 def for_process(path: Path | None, environment: Environment | None) -> Path | None:
     """``path`` with ``{process}`` and ``{host}`` filled in: from the recorded ``environment``
     (after the run), else from the launcher's variables (``capture.process.output_path``)."""
@@ -190,7 +197,7 @@ def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Prob
     if junit is not None:
         write_file(junit, junit_xml(result, suite), "JUnit XML", problems)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        for line in github_annotations(result.every_violation):
+        for line in github_annotations(result.every_violation, result.errors):
             typer.echo(line)
     if not result.empty:
         _step_summary(lambda: gate_summary(result, markdown=True))

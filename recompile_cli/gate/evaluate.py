@@ -2,17 +2,21 @@
 
 ``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
 (``--max-compiles`` is a budget on every user function), ``--fail-on`` cause codes, the steady
-state, a baseline, and counts a target that raised as an error, never as a pass. Pure: no I/O.
-Each problem is a ``Violation`` whose message names the function, the numbers and the causes of
-the excess compiles (argument, before -> after, call site).
+state, a baseline, and counts a target that raised as an error, never as a pass: its run is in
+``errors`` and each of its budget rows carries the error (``BudgetRow.status`` is ``ERROR``).
+Pure: no I/O. Each problem is a ``Violation`` whose message names the function, the numbers and
+the causes of the excess compiles (argument, before -> after, call site); events are counted
+once each, however many of their arguments changed, and listed with all of them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from recompile_cli.analysis.compare import baseline_key, function_totals
 from recompile_cli.analysis.report import Report
@@ -20,6 +24,9 @@ from recompile_cli.gate.baseline import Baseline, environment_of
 from recompile_cli.gate.budgets import Budget
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, function_key
+
+if TYPE_CHECKING:
+    from recompile_cli.analysis.cause import Cause
 
 
 class Rule(StrEnum):
@@ -47,7 +54,8 @@ class Violation:
 
 @dataclass(frozen=True, slots=True)
 class BudgetRow:
-    """Budget against actual for one function of one target."""
+    """Budget against actual for one function of one target; ``target_error`` is the failure
+    of a target that raised (its counts stop there, so the row cannot pass)."""
 
     target: str
     function: str
@@ -59,10 +67,16 @@ class BudgetRow:
     compile_seconds: float
     max_compile_seconds: float | None
     violations: tuple[Violation, ...] = ()
+    target_error: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and self.target_error is None
+
+    @property
+    def status(self) -> str:
+        """``ERROR`` (the target raised), ``FAIL`` (a budget broken) or ``ok``."""
+        return "ERROR" if self.target_error is not None else "FAIL" if self.violations else "ok"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +183,7 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             budgets.append((Budget("*", max_compiles=gates.max_compiles), (Owner.USER,)))
         for budget, owners in budgets:
             rows = check_budget(run.report, run.label, budget, owners)
-            found.rows += rows
+            found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
             if not rows and budget.pattern != "*":
                 _no_match(found, run.label, budget.pattern, strict)
         if gates.fail_on:
@@ -269,35 +283,58 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
 
 
 def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]:
-    """A violation per (function, code) for top-level events outside JAX with those causes."""
-    wanted = set(codes)
-    found: dict[tuple[str, CauseCode], list[Event]] = {}
+    """A violation per function for its top-level events outside JAX with any of those causes:
+    each event counted once, with all its arguments that changed in one of the ``codes``."""
+    wanted = tuple(dict.fromkeys(codes))
+    found: dict[str, list[Event]] = {}
     for e in report.session.events:
-        if e.owner == Owner.JAX or e.depth > 0:
-            continue
-        for cause in report.causes[e.seq]:
-            if cause.code in wanted:
-                found.setdefault((e.function, cause.code), []).append(e)
-    return [Violation(name, Rule.FAIL_ON, f"{name}: {len(events)} event(s) with cause {code} "
-                      f"(--fail-on): {describe(report, events)}", events[0].call_site)
-            for (name, code), events in found.items()]
+        if e.owner != Owner.JAX and e.depth == 0 and any(
+                cause.code in wanted for cause in report.causes[e.seq]):
+            found.setdefault(function_key(e.function, e.defined_at), []).append(e)
+    out = []
+    for events in found.values():
+        name = events[0].function
+        seen = {cause.code for e in events for cause in report.causes[e.seq]}
+        named = ", ".join(code for code in wanted if code in seen)
+        out.append(Violation(name, Rule.FAIL_ON, (
+            f"{name}: {len(events)} event(s) with cause {named} (--fail-on): "
+            f"{describe(report, events, codes=wanted)}"), events[0].call_site))
+    return out
 
 
-def describe(report: Report, events: list[Event], limit: int = 3) -> str:
-    """``shape at x: f32[3] -> f32[4] (prog.py:7 (main)); ...`` for the first few events."""
+def describe(report: Report, events: list[Event], limit: int = 3,
+             codes: Iterable[CauseCode] | None = None) -> str:
+    """``shape at x: f32[3] -> f32[4], y: f32[3] -> f32[4] (prog.py:7 (main)); ...``: the first
+    few events, each once with its causes (only those of ``codes`` when given)."""
+    wanted = None if codes is None else set(codes)
     parts = []
     for e in events[:limit]:
-        cause = report.primary(e)
-        text: str = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
-        if cause.argument:
-            text += f" at {cause.argument}"
-        if cause.before or cause.after:
-            text += f": {cause.before} -> {cause.after}"
+        causes = [c for c in report.causes[e.seq] if wanted is None or c.code in wanted]
+        text = _causes_text(causes or [report.primary(e)])
         if e.call_site:
             text += f" ({relative(e.call_site)})"
         parts.append(text)
     more = f"; ... {len(events) - limit} more" if len(events) > limit else ""
     return "; ".join(parts) + more
+
+
+def _causes_text(causes: list[Cause], limit: int = 4) -> str:
+    """``shape at x: f32[3] -> f32[4], y: f32[3] -> f32[4], dtype at z: ...``: the code is
+    written once for a run of causes with the same code."""
+    parts = []
+    previous = None
+    for cause in causes[:limit]:
+        label = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
+        if cause.code == previous and cause.argument:
+            text = cause.argument
+        else:
+            text = label + (f" at {cause.argument}" if cause.argument else "")
+        if cause.before or cause.after:
+            text += f": {cause.before} -> {cause.after}"
+        parts.append(text)
+        previous = cause.code
+    more = f", ... {len(causes) - limit} more" if len(causes) > limit else ""
+    return ", ".join(parts) + more
 
 
 def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
@@ -308,8 +345,9 @@ def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
     for name in ("jax_version", "backend"):
         then, this = baseline.environment.get(name), environment.get(name)
         if then != this:
-            found.warnings.append(f"the baseline {baseline.path} was made with {name} {then}, "
-                                  f"this run has {this}: counts may differ for that reason")
+            found.warnings.append(f"the baseline {relative(baseline.path)} was made with {name} "
+                                  f"{then}, this run has {this}: counts may differ for that "
+                                  "reason")
     sites = {baseline_key(e.function, e.defined_at): e.call_site for r in reports
              for e in r.session.events if e.compiled}
     for key, now in function_totals(reports).items():
@@ -317,7 +355,7 @@ def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
         if before is None and now.compiles > 0:
             found.violations.append(Violation(key, Rule.BASELINE, (
                 f"{key}: new function compiles {now.compiles} time(s); not in the baseline "
-                f"{baseline.path}"), sites.get(key)))
+                f"{relative(baseline.path)}"), sites.get(key)))
         elif before is not None and now.compiles > before.compiles:
             found.violations.append(Violation(key, Rule.BASELINE, (
                 f"{key}: {now.compiles} compiles, baseline {before.compiles} "

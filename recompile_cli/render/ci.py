@@ -1,6 +1,10 @@
 """Gate results for people and CI systems: a budget table (terminal or Markdown), JUnit XML
 with one test case per budgeted function, and GitHub Actions ``::error`` annotations.
 
+A target that raised is an error in each of them: its functions' rows show ``ERROR`` and their
+test cases carry an ``error`` element (a target with no row gets a row and a test case of its
+own), and it gets an annotation. Paths are shown relative to the working folder.
+
 Names and messages carry the user's function names, values and paths: each output makes them
 inert (``escape``): one line per annotation, well-formed XML, Markdown that adds no rows or
 HTML, terminal text without control characters."""
@@ -12,7 +16,7 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
-from recompile_cli.gate.evaluate import GateResult, Violation
+from recompile_cli.gate.evaluate import GateResult, TargetFailure, Violation
 from recompile_cli.render import escape
 from recompile_cli.session import locations
 
@@ -25,12 +29,13 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
     rows, held = result.rows, result.held
     lines = [("**" if markdown else "") + f"recompile-cli gate: {'passed' if held else 'FAILED'}"
              + ("**" if markdown else ""), ""]
-    if rows:
-        table = [[show(row.target), show(row.function),
-                  show(_limit(row.compiles, row.max_compiles)),
-                  show(_limit(row.traces, row.max_traces)),
-                  show(_limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds)),
-                  "ok" if row.ok else "FAIL"] for row in rows]
+    table = [[show(_shown(row.target)), show(row.function),
+              show(_limit(row.compiles, row.max_compiles)),
+              show(_limit(row.traces, row.max_traces)),
+              show(_limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds)),
+              row.status] for row in rows]
+    table += [[show(_shown(e.target)), _RAN, "", "", "", "ERROR"] for e in _rowless(result)]
+    if table:
         lines.append(tabulate(table, headers=["target", "function", "compiles", "traces",
                                               "compile s", "status"],
                               tablefmt="github" if markdown else "simple",
@@ -41,7 +46,7 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
         lines += [f"- {show(v.message)}" for v in every]
     if result.errors:
         lines += ["", heading.format("Targets that raised (the gate cannot pass)")]
-        lines += [f"- {show(e.target)}: {show(e.message)}" for e in result.errors]
+        lines += [f"- {show(_shown(e.target))}: {show(e.message)}" for e in result.errors]
     if result.improvements:
         lines += ["", heading.format("Improvements")] + [f"- {show(text)}"
                                                          for text in result.improvements]
@@ -51,45 +56,68 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+_RAN = "(target raised)"  # the function column of a target that raised before any row
+
+
 def _limit(actual: object, limit: object) -> str:
     return f"{actual}" if limit is None else f"{actual} / {limit}"
 
 
+def _shown(label: str) -> str:
+    """A target label or suite name with paths relative to the working folder."""
+    return locations.relative(label) or label
+
+
+def _rowless(result: GateResult) -> list[TargetFailure]:
+    """Targets that raised and have no budget row to carry the error."""
+    with_rows = {row.target for row in result.rows}
+    return [e for e in result.errors if e.target not in with_rows]
+
+
 def junit_xml(result: GateResult, suite: str) -> str:
-    """One ``testcase`` per budgeted function, one per gate violation outside a budget, and one
-    with an ``error`` element per target that raised."""
-    cases: list[tuple[str, str, list[Violation]]] = [
-        (row.target, row.function, list(row.violations)) for row in result.rows]
-    cases += [(suite, f"{v.function} ({v.rule})", [v]) for v in result.violations]
-    root = ET.Element("testsuite", name=escape.xml(suite),
-                      tests=str(len(cases) + len(result.errors)),
-                      failures=str(sum(1 for *_, found in cases if found)),
-                      errors=str(len(result.errors)))
-    for classname, name, found in cases:
-        case = ET.SubElement(root, "testcase", classname=escape.xml(classname),
-                             name=escape.xml(name))
+    """One ``testcase`` per budgeted function (with an ``error`` element when its target
+    raised), one per gate violation outside a budget, and one with an ``error`` element per
+    target that raised and has no budgeted function."""
+    cases: list[tuple[str, str, list[Violation], str | None]] = [
+        (row.target, row.function, list(row.violations), row.target_error)
+        for row in result.rows]
+    cases += [(suite, f"{v.function} ({v.rule})", [v], None) for v in result.violations]
+    cases += [(e.target, f"{e.target} {_RAN}", [], e.message) for e in _rowless(result)]
+    root = ET.Element("testsuite", name=escape.xml(_shown(suite)), tests=str(len(cases)),
+                      failures=str(sum(1 for _, _, found, _ in cases if found)),
+                      errors=str(sum(1 for *_, error in cases if error is not None)))
+    for classname, name, found, error in cases:
+        case = ET.SubElement(root, "testcase", classname=escape.xml(_shown(classname)),
+                             name=escape.xml(_shown(name)))
         for v in found:
             failure = ET.SubElement(case, "failure", type=escape.xml(v.rule),
                                     message=escape.xml(v.message))
             failure.text = escape.xml(v.message)
-    for error in result.errors:
-        case = ET.SubElement(root, "testcase", classname=escape.xml(error.target),
-                             name=escape.xml(f"{error.target} (ran)"))
-        element = ET.SubElement(case, "error", type="target_raised",
-                                message=escape.xml(error.message))
-        element.text = escape.xml(error.message)
+        if error is not None:
+            element = ET.SubElement(case, "error", type="target_raised",
+                                    message=escape.xml(error))
+            element.text = escape.xml(error)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def github_annotations(violations: Iterable[Violation]) -> list[str]:
-    """GitHub Actions workflow commands placing each violation at the user's call site, one
-    line each: property values and the message are escaped as GitHub unescapes them."""
+def github_annotations(violations: Iterable[Violation],
+                       errors: Iterable[TargetFailure] = ()) -> list[str]:
+    """GitHub Actions workflow commands placing each violation at the user's call site, and
+    one per target that raised, one line each: property values and the message are escaped as
+    GitHub unescapes them."""
     out = []
     for v in violations:
         where = locations.parse(escape.text(v.call_site))
         props = ([("file", locations.display(where.path)), ("line", str(where.line))]
                  if where else []) + [("title", f"recompile-cli {v.rule}")]
-        fields = ",".join(f"{key}={escape.github_property(value)}" for key, value in props)
-        out.append(f"::error {fields}::{escape.github_data(v.message)}")
+        out.append(_annotation(props, v.message))
+    for e in errors:
+        out.append(_annotation([("title", "recompile-cli target_raised")],
+                               f"{_shown(e.target)}: {e.message}"))
     return out
+
+
+def _annotation(props: list[tuple[str, str]], message: str) -> str:
+    fields = ",".join(f"{key}={escape.github_property(value)}" for key, value in props)
+    return f"::error {fields}::{escape.github_data(message)}"

@@ -148,4 +148,15 @@ def html(value: Any) -> str:
     return _html_escape(controls(value), quote=True)
 
 
+def html_prose(value: Any) -> str:
+    """HTML for a sentence of recompile-cli's own that quotes values in `code spans` (advice):
+    paired backticks become ``<code>`` elements around text escaped as by ``html``, so that no
+    value becomes markup. An odd number of backticks means a value brought its own, and then
+    every backtick is shown as it is."""
+    parts = html(value).split("`")
+    if len(parts) % 2 == 0:
+        return "`".join(parts)
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
+
+
 # -- JSON -------------------------------------------------------------------------------------

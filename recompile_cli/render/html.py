@@ -1,15 +1,18 @@
 """The HTML report: ``render`` writes a self-contained page (``--format html``) and ``fragment``
 the same report as a piece of HTML for a notebook's output (``RecompileReport._repr_html_``).
 
-Both show the same sections: summary, gate violations (when given), the cost-ranked causes, a
-compile timeline per function (inline SVG), the functions, the events with their argument
-changes, suggestions and warnings (stale captures included). Their style and the page's script
+Both show the same sections: the summary (your functions' compiles first, one line per
+function of yours, then JAX's and libraries' and the run's totals: ``render.headline``), gate
+violations (when given), the cost-ranked causes, a compile timeline per function (inline SVG),
+the functions, the events with their argument changes, suggestions and warnings (stale captures
+included). Their style and the page's script
 are package files (``assets/report.css``, ``assets/report.js``) written into the HTML, so that
 no network access is needed to open it; the fragment has no script. Click a column header of
 the page to sort its table (again to reverse).
 
 Every value from the session (names, values, paths, messages) is written through
 ``escape.html``, in text, tables, SVG labels and tooltips alike; nothing from it becomes markup.
+Advice quotes values in `code spans`: ``escape.html_prose`` makes them ``<code>`` elements.
 
 The report stays the same size however long the run: the events table lists its first
 ``MAX_EVENT_ROWS`` rows and says how many there are, and the timeline (``render.timeline``) has
@@ -23,10 +26,14 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.analysis.report import Report
+from recompile_cli.analysis.report import OwnerTotals, Report
 from recompile_cli.render.escape import html as escape_html
-from recompile_cli.render.escape import is_missing
+from recompile_cli.render.escape import html_prose, is_missing
+from recompile_cli.render.fit import drop_empty
+from recompile_cli.render.headline import headline
 from recompile_cli.render.table import (
+    SAY_NOTHING_AT_ZERO,
+    Table,
     cause_rows,
     count_events,
     event_rows,
@@ -35,6 +42,8 @@ from recompile_cli.render.table import (
     warnings,
 )
 from recompile_cli.render.timeline import timeline
+from recompile_cli.session.locations import relative_in
+from recompile_cli.session.model import Owner
 
 if TYPE_CHECKING:
     from recompile_cli.gate.evaluate import Violation
@@ -49,8 +58,8 @@ Escape = Callable[[Any], str]
 def render(report: Report, show_all: bool = False) -> str:
     """The report as a whole page: the report's sections (as ``fragment``), its style, and the
     script that sorts the tables."""
-    title = escape_html(f"recompile-cli: {report.session.target}")
-    body = _report(report, show_all, (), escape_html, fold_events=False)
+    title = escape_html(f"recompile-cli: {relative_in(report.session.target)}")
+    body = _report(report, show_all, (), _same, fold_events=False)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}'
             f"</title>\n<style>\n{asset('report.css')}</style></head>\n"
             f'<body class="rc-page">\n{body}\n<script>\n{asset("report.js")}</script>\n'
@@ -69,11 +78,13 @@ def fragment(report: Report, show_all: bool = False, violations: Sequence[Violat
         relabel: applied to every text from the session before it is escaped (the notebook
             writes its cells' temporary files as ``In[n]``).
     """
-    def escape(value: Any) -> str:
-        return escape_html(relabel(value) if relabel and isinstance(value, str) else value)
-
     style = f"<style>\n{asset('report.css')}</style>"
-    return _report(report, show_all, violations, escape, fold_events=True, style=style)
+    return _report(report, show_all, violations, relabel or _same, fold_events=True,
+                   style=style)
+
+
+def _same(text: str) -> str:
+    return text
 
 
 @functools.cache
@@ -82,60 +93,86 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def _report(report: Report, show_all: bool, violations: Sequence[Violation], escape: Escape,
-            fold_events: bool, style: str = "") -> str:
-    session, totals = report.session, report.totals
+def _report(report: Report, show_all: bool, violations: Sequence[Violation],
+            relabel: Callable[[str], str], fold_events: bool, style: str = "") -> str:
+    """The sections; every text from the session goes through ``relabel`` (the notebook's cell
+    names), then ``escape.html`` (``escape.html_prose`` for advice quoting values)."""
+    def escape(value: Any) -> str:
+        return escape_html(relabel(value) if isinstance(value, str) else value)
+
+    def prose(value: str) -> str:
+        return html_prose(relabel(relative_in(value)))
+
+    session = report.session
     env = session.environment
+    top = headline(report)
     sections = [
         f'<div class="recompile-cli">{style}',
-        f"<h1>recompile-cli: {escape(session.target)}</h1>",
+        f"<h1>recompile-cli: {escape(relative_in(session.target))}</h1>",
         (f'<p class="env">jax {escape(env.jax_version)}, {escape(env.backend)}, hook mode '
          f"{escape(env.hook_mode)}</p>"),
-        '<div class="summary" id="summary">' + "".join(
-            f'<div class="stat"><b>{escape(value)}</b><span>{label}</span></div>'
-            for label, value in [
-                ("traces", totals.traces), ("compiles", totals.compiles),
-                ("errors", totals.errors), ("compile s", f"{totals.compile_seconds:.3f}"),
-                ("wall s", f"{totals.wall_seconds:.3f}")]) + "</div>",
+        _cards(report),
+        '<ul class="headline">' + "".join(
+            f"<li>{escape(line)}</li>" for line in [*top.functions, *([top.yours] if top.yours
+                                                                       else [])]) + "</ul>",
+        f'<p class="env">{escape(top.others + "; " if top.others else "")}'
+        f"{escape(top.overall)}</p>",
     ]
     if violations:
-        items = "".join(f"<li>{escape(v.message)}</li>" for v in violations)
+        items = "".join(f"<li>{escape(relative_in(v.message))}</li>" for v in violations)
         sections.append(f'<div class="fail"><b>Gate FAILED</b> ({len(violations)} '
                         f"violation{'s' if len(violations) != 1 else ''})<ul>{items}</ul></div>")
     if session.target_exception:
         sections.append(f'<p class="error">The recorded code raised: '
-                        f"{escape(session.target_exception)}</p>")
+                        f"{escape(relative_in(session.target_exception))}</p>")
     if report.cause_table:
         sections += ["<h2>Re-compilations by cost</h2>",
-                     _table(*cause_rows(report), "causes", escape, cause_column=1)]
+                     _table(cause_rows(report), "causes", escape)]
     elif not violations:
         sections.append('<p class="ok">No re-compilation of your functions.</p>')
     sections += ["<h2>Timeline</h2>", timeline(report, show_all)]
-    headers, rows = function_rows(report, show_all)
-    sections += ["<h2>Functions</h2>", _table(headers, rows, "functions", escape) if rows
+    functions = function_rows(report, show_all)
+    sections += ["<h2>Functions</h2>", _table(functions, "functions", escape) if functions[1]
                  else '<p class="hidden">(no user function was traced or compiled)</p>']
     if not show_all:
         sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
     sections += _events(report, show_all, escape, fold_events)
     if report.suggestions:
         sections += ["<h2>Suggestions</h2>", "<ul>" + "".join(
-            f"<li><b>{escape(s.function)}</b>: {escape(s.message)}</li>"
+            f"<li><b>{escape(s.function)}</b>: {prose(s.message)}</li>"
             for s in report.suggestions) + "</ul>"]
     notes = warnings(report)
     if notes:
         sections += ["<h2>Warnings</h2>", "<ul>" + "".join(
-            f"<li>{escape(w)}</li>" for w in notes) + "</ul>"]
+            f"<li>{prose(w) if ours else escape(w)}</li>" for w, ours in notes) + "</ul>"]
     return "\n".join([*sections, "</div>"])
+
+
+def _cards(report: Report) -> str:
+    """The summary cards: your functions' compiles first, then JAX's and libraries' and the
+    run's (set apart, class ``other``)."""
+    totals = report.totals
+    user = totals.by_owner.get(Owner.USER, OwnerTotals(0, 0, 0, 0, 0, 0, 0.0))
+    cards = [("your compiles", user.compiles, ""), ("re-compiles", user.recompiles, ""),
+             ("first compiles", user.first_compiles, ""), ("traces raised", user.errors, ""),
+             ("your compile s", f"{user.compile_seconds:.3f}", ""),
+             ("compiles not yours", totals.compiles - user.compiles, " other"),
+             ("compiles in all", totals.compiles, " other"),
+             ("wall s", f"{totals.wall_seconds:.3f}", " other")]
+    return '<div class="summary" id="summary">' + "".join(
+        f'<div class="stat{kind}"><b>{escape_html(value)}</b><span>{escape_html(label)}</span>'
+        "</div>" for label, value, kind in cards) + "</div>"
 
 
 def _events(report: Report, show_all: bool, escape: Escape, fold: bool) -> list[str]:
     """The events table (its first ``MAX_EVENT_ROWS`` rows), folded in a ``<details>`` when
     ``fold``."""
-    headers, rows = event_rows(report, show_all, MAX_EVENT_ROWS)
+    events = event_rows(report, show_all, MAX_EVENT_ROWS)
+    rows = events[1]
     if not rows:
         return []
     total = count_events(report, show_all)
-    table = _table(headers, rows, "events", escape, cause_column=6)
+    table = _table(events, "events", escape)
     more = (f'<p class="hidden" id="events-more">The first {len(rows):,} of {total:,} events '
             "shown; <code>recompile-cli report SESSION --format csv</code> or <code>--format "
             "json</code> lists them all.</p>"
@@ -146,8 +183,11 @@ def _events(report: Report, show_all: bool, escape: Escape, fold: bool) -> list[
     return ["<h2>Recompilation events</h2>", table, *([more] if more else [])]
 
 
-def _table(headers: list[str], rows: list[list[Any]], name: str, escape: Escape,
-           cause_column: int | None = None) -> str:
+def _table(table: Table, name: str, escape: Escape) -> str:
+    """A sortable table, without the columns that say nothing (``fit.drop_empty``); the
+    ``cause`` column stands out."""
+    headers, rows = drop_empty(table, SAY_NOTHING_AT_ZERO)
+    cause_column = headers.index("cause") if "cause" in headers else None
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
     body = "\n".join("<tr>" + "".join(_cell(value, escape, i == cause_column)
                                       for i, value in enumerate(row)) + "</tr>" for row in rows)

@@ -1,19 +1,27 @@
-"""The human report, as terminal text or GitHub-flavoured Markdown (same tables, same order):
-cost-ranked causes, per-function table, events, suggestions, warnings."""
+"""The human report, as terminal text or GitHub-flavoured Markdown (same sections, same order):
+the headline (your functions first, ``render.headline``), the cost-ranked causes, the functions,
+the events, suggestions and warnings.
+
+Columns that say nothing (``calls`` when calls were not counted) are left out of both. On the
+terminal everything fits its width (``render.fit``): tables give way column by column and
+sentences wrap. Paths below the working folder are shown relative to it, in sentences too.
+"""
 
 from __future__ import annotations
 
 import itertools
-import textwrap
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tabulate import tabulate
 
 from recompile_cli.analysis.report import FunctionRow, Report
-from recompile_cli.render import escape
+from recompile_cli.render import escape, fit
+from recompile_cli.render.fit import Column, Give
+from recompile_cli.render.headline import counted, headline
 from recompile_cli.session.locations import display as location
+from recompile_cli.session.locations import relative, relative_in
 from recompile_cli.session.model import CauseCode, Event, Owner
 
 _MAX_ROWS = 30
@@ -27,77 +35,88 @@ class Style:
     code: str  # wraps the title line
     text: Callable[[Any], str]  # makes a value from the session inert in this format
     prose: Callable[[Any], str]  # the same for recompile-cli's sentences quoting such values
+    fits: bool  # bound to the terminal's width
 
 
-TERMINAL = Style("simple", "{}", "- ", "{}", escape.terminal, escape.terminal)
-MARKDOWN = Style("github", "### {}", "- ", "**{}**", escape.markdown, escape.markdown_prose)
+TERMINAL = Style("simple", "{}", "- ", "{}", escape.terminal, escape.terminal, True)
+MARKDOWN = Style("github", "### {}", "- ", "**{}**", escape.markdown, escape.markdown_prose,
+                 False)
 
 
-def render(report: Report, show_all: bool = False, style: Style = TERMINAL) -> str:
-    session, totals = report.session, report.totals
+def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
+           width: int | None = None) -> str:
+    """The report; on the terminal ``width`` columns wide (default: ``fit.terminal_width``,
+    which has no limit where the output is no terminal)."""
+    session = report.session
     env = session.environment
     show = style.text
-    lines = [
-        style.code.format(f"recompile-cli: {show(session.target)}") + f"  (jax "
-        f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
-        (f"{totals.traces} traces, {totals.compiles} compiles, {totals.errors} errors; "
-         f"trace {totals.trace_seconds:.3f} s, lower {totals.lower_seconds:.3f} s, "
-         f"compile {totals.compile_seconds:.3f} s of {totals.wall_seconds:.3f} s wall"),
-        (f"misses outside JAX's internals: {totals.retraced_and_compiled} re-traced and "
-         f"re-compiled, {totals.retraced_executable_reused} re-traced with the executable "
-         f"reused, {totals.compiled_without_retrace} compiled without a re-trace"),
-    ]
-    if style is MARKDOWN:
-        lines = [line + "  " for line in lines]  # Markdown line breaks
+    fits = (width or fit.terminal_width()) if style.fits else None
+    head = [style.code.format(f"recompile-cli: {show(relative_in(session.target))}") + f"  (jax "
+            f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
+            *(show(line) for line in headline(report).lines)]
     if env.compilation_cache_dir:
-        lines.append(f"persistent cache {show(env.compilation_cache_dir)}: "
-                     f"{totals.persistent_cache_hits} hits, "
-                     f"{totals.persistent_cache_saved_seconds:.3f} s saved")
-    lines += _cause_table(report, style)
-    lines += ["", *_functions(report, show_all, style)]
-    lines += _events(report, show_all, style)
+        totals = report.totals
+        head.append(f"persistent cache {show(relative(env.compilation_cache_dir))}: "
+                    f"{totals.persistent_cache_hits} hits, "
+                    f"{totals.persistent_cache_saved_seconds:.3f} s saved")
+    if style is MARKDOWN:
+        head = [line + "  " for line in head]  # Markdown line breaks
+    lines = _prose(head, fits)
+    lines += _cause_table(report, style, fits)
+    lines += ["", *_functions(report, show_all, style, fits)]
+    lines += _events(report, show_all, style, fits)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
-        lines += [f"{style.bullet}{show(s.function)}: {style.prose(s.message)}"
-                  for s in report.suggestions]
+        lines += _prose([f"{style.bullet}{show(s.function)}: {style.prose(relative_in(s.message))}"
+                         for s in report.suggestions], fits)
     if session.target_exception:
-        lines += ["", f"The target raised: {show(session.target_exception)}"]
+        lines += ["", *_prose([f"The target raised: {show(relative_in(session.target_exception))}"],
+                              fits)]
     notes = warnings(report)
     if notes:
         lines += ["", style.heading.format("Warnings")]
-        lines += [f"{style.bullet}{show(w)}" for w in notes]
+        lines += _prose([f"{style.bullet}{(style.prose if ours else show)(w)}"
+                         for w, ours in notes], fits)
     return "\n".join(lines) + "\n"
 
 
-def warnings(report: Report) -> list[str]:
-    """The session's warnings, then advice on each stale capture (kept as data in the session)."""
-    return list(report.session.warnings) + [
-        f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
-        f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
-        f"{s.traced_value}. Pass it as an argument (static if it changes the program)."
+def warnings(report: Report) -> list[tuple[str, bool]]:
+    """The session's warnings, then advice on each stale capture (kept as data in the session),
+    each with whether it is a sentence of recompile-cli's own that quotes values in `code spans`
+    (shown as code where a format has code), with paths relative to the working folder."""
+    return [(relative_in(w), False) for w in report.session.warnings] + [
+        (f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
+         f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
+         f"{s.traced_value}. Pass it as an argument (static if it changes the program).", True)
         for s in report.session.stale_captures]
 
 
-Table = tuple[list[str], list[list[Any]]]
+def _prose(lines: list[str], width: int | None) -> list[str]:
+    """Sentences wrapped to ``width`` on the terminal (later lines indented), else as they are."""
+    if width is None:
+        return lines
+    return [part for line in lines for part in fit.wrap(line, width)]
+
+
+Table = fit.Table
 
 # Rows hold the session's values as they are (``""`` where missing); each format makes them
 # inert as it writes them (``escape``).
 
 
 def cause_rows(report: Report) -> Table:
-    """The cost-ranked causes; a library's function is named with its package, so that, e.g.,
-    flax's internal ``<lambda>`` never reads as one of yours."""
-    package = {f.name: f.package for f in report.functions if f.owner == Owner.LIBRARY}
-    rows = [[f"x{r.count}", r.code,
-             r.function if r.owner != Owner.LIBRARY
-             else f"{r.function} ({package.get(r.function, r.owner)})",
+    """The cost-ranked causes; a function is named with its package where that is not its owner
+    (``FunctionRow.label``), so that, e.g., flax's internal ``<lambda>`` never reads as one of
+    yours and a library's function that you jitted keeps its library's name."""
+    label = {(f.name, f.owner): f.label for f in report.functions}
+    rows = [[f"x{r.count}", r.code, label.get((r.function, r.owner), r.function),
              r.argument, r.values, location(r.call_site), r.seconds]
             for r in report.cause_table[:_MAX_ROWS]]
     return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
 
 
 def function_rows(report: Report, show_all: bool) -> Table:
-    rows = [[r.name, location(r.defined_at), "" if r.calls is None else r.calls,
+    rows = [[r.label, location(r.defined_at), "" if r.calls is None else r.calls,
              r.traces, r.compiles, r.errors, r.trace_seconds, r.lower_seconds,
              r.compile_seconds, _top_causes(r.causes)] + ([r.package] if show_all else [])
             for r in report.functions if show_all or r.owner == Owner.USER]
@@ -112,9 +131,11 @@ def hidden_functions(report: Report) -> list[str]:
     for f in report.functions:
         if f.owner != Owner.USER:
             hidden.setdefault(f.package, []).append(f)
-    return [f"+ {package}: {len(group)} internal functions, {sum(f.traces for f in group)} "
-            f"traces, {sum(f.compiles for f in group)} compiles, "
-            f"{sum(f.compile_seconds for f in group):.3f} s compile (--all lists them)"
+    return [f"+ {package}: {counted(len(group), 'internal function')} "
+            f"({sum(f.compiles > 0 for f in group)} compiled): "
+            f"{counted(sum(f.traces for f in group), 'trace')}, "
+            f"{counted(sum(f.compiles for f in group), 'compile')}, "
+            f"{sum(f.compile_seconds for f in group):.3f} s (--all lists them)"
             for package, group in sorted(hidden.items(), key=lambda item: item[0])]
 
 
@@ -157,68 +178,66 @@ def count_events(report: Report, show_all: bool) -> int:
     return sum(1 for _ in shown_events(report, show_all))
 
 
-# Columns of text (never parsed as numbers: a function may be called ``inf``) and, for the
-# terminal, the widths at which a column wraps (at spaces only, so names stay whole).
-_CAUSE_TEXT, _CAUSE_WRAP = range(6), {3: 24, 4: 44}
-_FUNCTION_TEXT = (0, 1, 9, 10)
-_EVENT_TEXT, _EVENT_WRAP = range(1, 7), {4: 24, 5: 50}
+# How each terminal table gives way when too wide (``fit.layout``), by column header.
+_CAUSE_FIT = {"function": Column(Give.MIDDLE), "argument": Column(Give.MIDDLE),
+              "values": Column(Give.WRAP), "call": Column(Give.END)}
+_FUNCTION_FIT = {"function": Column(Give.MIDDLE), "defined at": Column(Give.END),
+                 "top causes": Column(Give.WRAP), "owner": Column(Give.MIDDLE, 8),
+                 "lower s": Column(optional=1), "trace s": Column(optional=2)}
+_EVENT_FIT = {"function": Column(Give.MIDDLE), "call": Column(Give.END),
+              "argument": Column(Give.MIDDLE), "before -> after": Column(Give.WRAP),
+              "cause": Column(Give.WRAP, 12), "stage": Column(optional=1)}
+SAY_NOTHING_AT_ZERO = ("errors",)  # columns left out when every value is 0, as when empty
 
 
-def _cause_table(report: Report, style: Style) -> list[str]:
+def _cause_table(report: Report, style: Style, width: int | None) -> list[str]:
     if not report.cause_table:
         return []
-    headers, rows = cause_rows(report)
     lines = ["", style.heading.format("Re-compilations by cost"),
-             _tabulate(rows, headers, style, _CAUSE_TEXT, _CAUSE_WRAP)]
+             _table(cause_rows(report), style, width, _CAUSE_FIT)]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
     return lines
 
 
-def _functions(report: Report, show_all: bool, style: Style) -> list[str]:
-    headers, rows = function_rows(report, show_all)
+def _functions(report: Report, show_all: bool, style: Style, width: int | None) -> list[str]:
+    table = function_rows(report, show_all)
     lines = [style.heading.format("Functions")]
-    lines.append(_tabulate(rows, headers, style, _FUNCTION_TEXT) if rows
+    lines.append(_table(table, style, width, _FUNCTION_FIT) if table[1]
                  else "(no user function was traced or compiled)")
     if not show_all:
         hidden = hidden_functions(report)
         if hidden and style is MARKDOWN:
             lines.append("")
-        lines += [style.text(line) for line in hidden]
+        lines += _prose([style.text(line) for line in hidden], width)
     return lines
 
 
-def _events(report: Report, show_all: bool, style: Style) -> list[str]:
-    headers, rows = event_rows(report, show_all, _MAX_ROWS)
-    if not rows:
+def _events(report: Report, show_all: bool, style: Style, width: int | None) -> list[str]:
+    table = event_rows(report, show_all, _MAX_ROWS)
+    if not table[1]:
         return []
     lines = ["", style.heading.format("Recompilation events"),
-             _tabulate(rows, headers, style, _EVENT_TEXT, _EVENT_WRAP)]
+             _table(table, style, width, _EVENT_FIT)]
     total = count_events(report, show_all)
     if total > _MAX_ROWS:
         lines.append(f"... {total - _MAX_ROWS} more (see --format json)")
     return lines
 
 
-def _tabulate(rows: list[list[Any]], headers: list[str], style: Style,
-              text_columns: Iterable[int] = (), wrap: dict[int, int] | None = None) -> str:
-    """Every cell made inert for the style; on the terminal, the ``wrap`` columns are wrapped
-    at spaces (so at `` -> ``), never inside a word. Markdown cells are never wrapped: a line
-    break would end the row."""
+def _table(table: Table, style: Style, width: int | None, columns: Mapping[str, Column]
+           ) -> str:
+    """The table without the columns that say nothing, every cell made inert for the style;
+    on the terminal, laid out in ``width`` columns (``fit.layout``). Markdown cells are never
+    wrapped: a line break would end the row."""
+    headers, rows = fit.drop_empty(table, SAY_NOTHING_AT_ZERO)
     cells = [[escape.cell(value, style.text) for value in row] for row in rows]
-    if style is not MARKDOWN:
-        for row in cells:
-            for column, width in (wrap or {}).items():
-                row[column] = _wrap(row[column], width)
+    if style.fits:
+        return fit.layout((headers, cells), width, columns)
+    text = [i for i in range(len(headers)) if any(isinstance(row[i], str) and row[i]
+                                                  for row in cells)]  # never parsed as numbers
     return tabulate(cells, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f",
-                    disable_numparse=[i for i in text_columns if i < len(headers)])
-
-
-def _wrap(value: Any, width: int) -> Any:
-    if not isinstance(value, str) or len(value) <= width:
-        return value
-    return "\n".join(textwrap.wrap(value, width, break_long_words=False,
-                                    break_on_hyphens=False)) or value
+                    disable_numparse=text)
 
 
 def _top_causes(causes: dict[CauseCode, int], limit: int = 3) -> str:

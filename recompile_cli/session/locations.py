@@ -55,6 +55,15 @@ def relative(location: str | None) -> str | None:
     return location[len(cwd):] if location.startswith(cwd) else location
 
 
+def relative_in(text: str) -> str:
+    """A sentence with every path below the current folder shown relative to it (advice,
+    warnings and messages that name files)."""
+    cwd = os.getcwd().rstrip(os.sep) + os.sep
+    if len(cwd) <= 1 or cwd not in text:
+        return text
+    return re.sub(r"(?<![\w.~/\\-])" + re.escape(cwd), "", text)  # where a path starts
+
+
 def display(where: object) -> str:
     """A location as reports show it: relative to the current folder, ``""`` when unknown
     (``None``, or any value that is not text)."""

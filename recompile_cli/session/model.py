@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recompile_cli.session.locations import is_location
+from recompile_cli.session.structures import treedef_text
 
 SCHEMA_VERSION = 1
 
@@ -131,16 +132,39 @@ _DTYPE_ABBREV = {
 
 
 @dataclass(frozen=True, slots=True)
+class StaticClass:
+    """How JAX tells one static value from the others of its argument: by its type,
+    ``__hash__`` and ``__eq__``, not by its text. Two values of one argument of one function have
+    the same ``number`` exactly when JAX finds them equal (a value no longer alive is compared
+    by type, hash and text). ``type`` is the value's type (``Model``); ``identity`` says that
+    the type compares by identity (``object.__eq__``): a new object is a new value even when it
+    prints the same."""
+
+    number: int
+    type: str = ""
+    identity: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Signature:
     """Everything a jit cache keys on for one call, in a form that can be diffed without JAX.
 
     ``leaves`` maps argument paths (``x``, ``batch['x']``) to abstract values; ``static`` maps
-    static argument names to ``repr`` of their values; ``structure`` maps each top-level argument
-    to its pytree structure; ``positional``/``keywords`` say how arguments were passed;
+    static argument names to ``repr`` of their values (a container as a node map by paths,
+    ``cfg.steps``; equinox's static tuple by the user's paths: ``session.structures``);
+    ``structure`` maps each top-level argument to its pytree structure;
+    ``positional``/``keywords`` say how arguments were passed;
     ``context`` holds the tracing-context entries that differ from the session's base context;
     ``function_id`` tells function objects apart (a new lambda gets a new id) and
     ``function_kind`` says what kind of callable it was: ``function``, ``lambda``, ``partial``,
     ``bound_method`` or ``closure`` (a function defined inside another function).
+    ``python_scalars`` names the leaves passed as Python scalars (``int``, ``float``...), to
+    tell them from weakly typed arrays (``jnp.array(1.0)``); None where unknown.
+    ``static_classes`` gives each static value's equality class (``StaticClass``), so that
+    statics are compared as JAX compares them; where it is empty (sessions saved before it
+    existed), by their text.
+    ``created_at`` is the ``file:line`` of the user's code that made the function object, where
+    it is known (``capture.origins.creation_site``); no cache key depends on it.
     """
 
     leaves: dict[str, Leaf] = field(default_factory=dict)
@@ -151,11 +175,14 @@ class Signature:
     context: dict[str, str] = field(default_factory=dict)
     function_id: int = 0
     function_kind: FunctionKind = FunctionKind.FUNCTION
+    static_classes: dict[str, StaticClass] = field(default_factory=dict)
+    python_scalars: tuple[str, ...] | None = None  # leaves passed as Python scalars
+    created_at: str | None = None  # file:line of the user's code that made the function object
 
     def describe(self) -> dict[str, str]:
         """Argument path -> short description, statics included, for reports."""
         out = {path: leaf.short for path, leaf in self.leaves.items()}
-        out.update({name: f"static={value}" for name, value in self.static.items()})
+        out.update({name: f"static={treedef_text(value)}" for name, value in self.static.items()})
         return out
 
 

@@ -1,14 +1,29 @@
 """The stored text of a pytree structure (``Signature.structure``): written by capture, read by
 analysis.
 
-A small structure is JAX's treedef text (``{'x': *, 'y': *}``). A large one (a whole model) is
-a node map: ``NODES_MARK``, one ``path<TAB>description`` line per node, then ``TREEDEF_MARK``
-and the full treedef text. Two structures are the same exactly when their texts are.
+A small structure is JAX's treedef text (``{'x': *, 'y': *}``). A large one (a whole model),
+or one with static data in a custom node, is a node map: ``NODES_MARK``, one
+``path<TAB>description`` line per node, then ``TREEDEF_MARK`` and the full treedef text. Two
+structures are the same exactly when their texts are.
+
+The static data of a custom node has lines of its own, one per named field (``state.tx``: a
+``register_dataclass`` meta field, a flax ``struct`` field with ``pytree_node=False``, an
+equinox ``field(static=True)``) or one for the whole aux data (``batch.<aux>``). Their
+description ends with a note after a second tab (``Note``): ``field`` or ``aux`` (``attr``
+for a Flax NNX static attribute or a variable's ``.<metadata>``), and, for a
+value that prints the same as an earlier one of that path but compares unequal to it (JAX
+compares them with ``==``), ``#n`` (how many such earlier values) with its type and
+``identity`` when the type compares by identity; so such values have different texts too.
+
+A library wrapper's static tuple (equinox's) is stored as a node map as well
+(``Signature.static``): the user's function (``<function>``), and each parameter's static part
+by the user's paths, its non-array leaves as ``leaf`` lines (``n``, ``model.act``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 NODES_MARK = "#pytree-nodes v1"
 TREEDEF_MARK = "\n#treedef\n"
@@ -40,3 +55,47 @@ def node_map(structure: str) -> dict[str, str] | None:
         if sep:
             out[path] = description
     return out or None
+
+
+AUX = "<aux>"  # the path part of a custom node's aux data as a whole: ``batch.<aux>``
+FUNCTION = "<function>"  # the path of the user's function in a wrapper's static node map
+# what a static data line holds (``Note.kind``): a named static field, a custom node's aux data
+# as a whole, a static pytree's leaf that is not an array (equinox's static part of an argument),
+# a Flax NNX static attribute or variable metadata
+FIELD, WHOLE_AUX, LEAF, ATTR = "field", "aux", "leaf", "attr"
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What a node map line of static data says besides its value: ``kind`` (``field`` or
+    ``aux``); ``unequal``: how many earlier values of the path print the same but compare
+    unequal (0: none), with the value's ``type`` and whether it compares by ``identity``."""
+
+    kind: str
+    unequal: int = 0
+    type: str = ""
+    identity: bool = False
+
+    def __str__(self) -> str:
+        if not self.unequal:
+            return self.kind
+        return (f"{self.kind} #{self.unequal} {self.type or '?'}"
+                + (" identity" if self.identity else ""))
+
+    @classmethod
+    def parse(cls, text: str) -> Note:
+        kind, *rest = text.split(" ")
+        if len(rest) >= 2 and rest[0].startswith("#") and rest[0][1:].isdigit():
+            return cls(kind, int(rest[0][1:]), rest[1], "identity" in rest[2:])
+        return cls(kind)
+
+
+def with_note(description: str, note: Note) -> str:
+    """A node map description that carries a note (``description<TAB>note``)."""
+    return f"{description}\t{note}"
+
+
+def split_note(description: str) -> tuple[str, Note | None]:
+    """(the value as shown, its note or None) of a node map description."""
+    text, sep, note = description.partition("\t")
+    return (text, Note.parse(note)) if sep else (description, None)

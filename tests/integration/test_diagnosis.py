@@ -191,7 +191,8 @@ def test_weak_type_and_static_predictions(record):
             h(jnp.ones(2), steps=steps)
     """)
     weak = suggestion(report, "weak_type")
-    assert weak["predicted_compiles"] == 1 and "jnp.asarray(s, dtype=...)" in weak["message"]
+    assert weak["predicted_compiles"] == 1
+    assert "It is a Python scalar in the weakly typed calls" in weak["message"]
     static = suggestion(report, "static_value")
     assert static["predicted_compiles"] == 1
     assert "took 5 values" in static["message"] and "5 compiles -> 1" in static["message"]
@@ -219,7 +220,7 @@ def test_nested_consequences_and_library_owners_are_not_separate_problems(
     # inner and helper re-traced only because outer did: one row, one suggestion.
     assert [(r["function"], r["code"]) for r in report["cause_table"]] == [("outer", "shape")]
     assert [s["function"] for s in report["suggestions"]] == ["outer"]
-    assert "+ fakelib: 1 internal functions" in result.stdout
+    assert "+ fakelib: 1 internal function (0 compiled)" in result.stdout
     assert "+ jax:" in result.stdout
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,13 @@ def test_cell_magic_shows_the_report_and_the_gate_inline(executed):
     assert "Gate FAILED" in html and "2 compiles, budget 1" in html
     assert "Suggestions" in html and "drop_last" in html
     assert "In[2], line 3" in html  # the cell's own line, as IPython labels it
+    # the summary leads with your function: its compiles, then first compiles and re-compiles
+    assert re.search(r'<div class="stat"><b>2</b><span>your compiles</span></div><div '
+                     r'class="stat"><b>1</b><span>re-compiles</span></div>', html)
+    assert "<li>train_step: 2 compiles, 1 re-compile (shape)</li>" in html
     text = outputs(cell, "text/plain")
     assert "Re-compilations by cost" in text and "shape" in text
+    assert "train_step: 2 compiles, 1 re-compile (shape)" in text.splitlines()
 
 
 @requires_private_hooks

@@ -140,5 +140,10 @@ def test_flax_linen_internal_lambdas_belong_to_flax(run_script):
     assert all("/flax/" in e["defined_at"] for e in lambdas)
     assert "<lambda>" not in user_functions(report)
     assert not any("<lambda>" in s["function"] for s in report["suggestions"])
-    cost_rows = [line for line in result.stdout.splitlines() if "<lambda>" in line]
-    assert cost_rows and all("<lambda> (flax)" in line for line in cost_rows)
+    lines = [line for line in result.stdout.splitlines() if "<lambda>" in line]
+    assert all("<lambda> (flax)" in line for line in lines)
+    # they re-traced without compiling anything: no re-compilation, no count of compiles
+    assert not any(row["function"] == "<lambda>" for row in report["cause_table"])
+    assert "+ flax: 2 internal functions (0 compiled)" in result.stdout
+    assert "flax" not in next(line for line in result.stdout.splitlines()
+                              if line.startswith("not yours: "))

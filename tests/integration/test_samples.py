@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from helpers import SAMPLES, user_events, user_functions
+import re
+
+import pytest
+from helpers import ROOT, SAMPLES, user_events, user_functions
 from jax_support import requires_private_hooks
 
 
@@ -93,3 +96,64 @@ def test_train_loop_as_a_script_with_its_arguments(cli, tmp_path):
     source = (SAMPLES / "train_loop.py").read_text().splitlines()
     line = 1 + next(i for i, text in enumerate(source) if "= train_step(params, batch)" in text)
     assert event["call_site"].endswith(f"train_loop.py:{line} (main)")
+
+
+# -- what the reports show first, and that they fit the terminal -------------------------------
+@requires_private_hooks
+def test_train_loop_report_leads_with_your_function_then_jax(cli, tmp_path):
+    result, report = cli.json("run", SAMPLES / "train_loop.py", "--epochs", "1",
+                              tmp_path=tmp_path)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("recompile-cli: "))
+    assert lines[title + 1] == "train_step: 2 compiles, 1 re-compile (shape)"
+    assert re.fullmatch(r"not yours: jax \d+ compiles of \d+ functions \([0-9.]+ s\)",
+                        lines[title + 2])
+    assert lines[title + 3].startswith("in all, ")
+    totals = report["totals"]
+    user = totals["by_owner"]["user"]
+    assert (user["compiles"], user["first_compiles"], user["recompiles"]) == (2, 1, 1)
+    assert totals["by_owner"]["jax"]["compiles"] == totals["compiles"] - 2 > 0
+    assert totals["first_compiles"] + totals["recompiles"] == totals["compiles"]
+    assert "re-traced and re-compiled" not in result.stdout
+
+
+@requires_private_hooks
+def test_a_single_compile_is_a_first_compile_not_a_re_compile(cli, tmp_path):
+    result, report = profile(cli, tmp_path, "lax_cond", "example_function_lax")
+    assert "example_function_lax: 1 compile, no re-compile" in result.stdout.splitlines()
+    user = report["totals"]["by_owner"]["user"]
+    assert (user["first_compiles"], user["recompiles"]) == (1, 0)
+    assert report["cause_table"] == []
+
+
+SAMPLE_REPORTS = [
+    *[("profile", f"{name}.py:{function}", "--args", f"{spec}.yaml")
+      for name, function, spec in [
+          ("shapes", "slow_function", "shapes"),
+          ("static_args", "example_function_static", "static_args"),
+          ("lax_cond", "example_function_lax", "lax_cond"),
+          ("python_if", "example_function", "python_if"),
+          ("seq_lengths", "encode", "seq_lengths"),
+          ("seq_lengths", "encode", "seq_lengths_bucketed"),
+          ("train_loop", "train_step", "train_loop")]],
+    *[("run", f"{name}.py") for name in ("train_loop", "shapes", "static_args", "lax_cond",
+                                         "python_if", "seq_lengths", "distributed_step")]]
+
+
+@requires_private_hooks
+@pytest.mark.parametrize("command", SAMPLE_REPORTS, ids=" ".join)
+def test_sample_reports_fit_100_columns(cli, monkeypatch, command):
+    """In a terminal 100 columns wide no line of the report wraps, the empty ``calls`` column
+    of ``run`` included: tables give way, sentences wrap themselves."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "100")
+    verb, *args = command
+    result = cli(verb, *[f"sample_programs/{a}" if a.endswith((".py", ".yaml")) or ".py:" in a
+                         else a for a in args])
+    lines = result.stdout.splitlines()
+    assert "Functions" in lines
+    too_long = [line for line in lines if len(line) > 100]
+    assert not too_long, result.stdout
+    functions = lines[lines.index("Functions") + 1]
+    assert ("calls" in functions) == (verb == "profile" and "(no user" not in functions)

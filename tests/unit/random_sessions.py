@@ -1,22 +1,34 @@
 """Random sessions for the property test: many small signatures over a few paths, dims, dtypes,
-weak types, statics, structures, contexts and function ids, most of them a small mutation of an
-earlier one, so that ties and near-ties are frequent."""
+weak types, statics (compared by text, or by equality class: the same text in two classes, two
+texts in one), structures (node maps whose differing parts count one each), contexts and
+function ids, most of them a small mutation of an earlier one, so that ties and near-ties are
+frequent."""
 
 from __future__ import annotations
 
 import random
 
-from recompile_cli.session.model import Change, Event, Leaf, Signature, TraceError
+from recompile_cli.session.model import Change, Event, Leaf, Signature, StaticClass, TraceError
+from recompile_cli.session.structures import FIELD, Note, node_map_text, with_note
 
+
+def _state(a: str, c: str, unequal: int = 0) -> str:
+    """A custom node with two static fields, as a node map: one or two parts differ."""
+    return node_map_text([("", "S"), (".a", with_note(a, Note(FIELD, unequal, "T"))),
+                          (".c", with_note(c, Note(FIELD)))], "CustomNode(S[...], [*])")
+
+
+NODE_MAPS = [_state("1", "u"), _state("2", "u"), _state("2", "v"), _state("1", "u", 1)]
 STRUCTURES = {
     "x": [None, "*", "*", "*", "[*]", "[*, *]"],
     "y": [None, None, "*"],
-    "b": [None, None, "{'p': *}", "{'p': *, 'q': *}"],
+    "b": [None, None, "{'p': *}", "{'p': *, 'q': *}", *NODE_MAPS],
 }
 PATHS = {"*": [""], "[*]": ["[0]"], "[*, *]": ["[0]", "[1]"], "{'p': *}": ["['p']"],
-         "{'p': *, 'q': *}": ["['p']", "['q']"]}
-ALL_PATHS = ["x", "x[0]", "x[1]", "y", "b['p']", "b['q']", "z"]
+         "{'p': *, 'q': *}": ["['p']", "['q']"], **{text: [".p"] for text in NODE_MAPS}}
+ALL_PATHS = ["x", "x[0]", "x[1]", "y", "b['p']", "b['q']", "b.p", "z"]
 STATICS = {"n": [None, "1", "2", "3"], "mode": [None, None, "'a'", "'b'"]}
+CLASSES = [0, 0, 1, 2]  # a static's equality class: independent of its text
 CONTEXT = {"x64": [None, None, "True", "False"], "mesh": [None, None, None, "m1", "m2"]}
 BASES = [{}, {"x64": "False"}, {"x64": "False", "mesh": "m1"}]
 
@@ -28,8 +40,9 @@ def random_leaf(r: random.Random) -> Leaf:
 
 
 COMPONENTS = ([f"struct:{a}" for a in STRUCTURES] + [f"leaf:{p}" for p in ALL_PATHS]
-              + [f"static:{s}" for s in STATICS] + [f"ctx:{c}" for c in CONTEXT]
-              + ["kw", "pos_tweak", "fid", "z", "drop"])
+              + [f"static:{s}" for s in STATICS] + [f"cls:{s}" for s in STATICS]
+              + [f"ctx:{c}" for c in CONTEXT] + ["kw", "pos_tweak", "fid", "z", "drop",
+                                                 "classes"])
 
 
 def draw(r: random.Random, component: str):
@@ -40,6 +53,10 @@ def draw(r: random.Random, component: str):
         return random_leaf(r)
     if kind == "static":
         return r.choice(STATICS[name])
+    if kind == "cls":
+        return r.choice(CLASSES)
+    if component == "classes":
+        return r.random() < 0.7  # statics compared by class (a recording) or by text
     if kind == "ctx":
         return r.choice(CONTEXT[name])
     if component == "kw":
@@ -65,9 +82,12 @@ def build(spec: dict) -> Signature:
     args = set(structure) | set(static)
     keywords = tuple(sorted(spec["kw"] & args))
     context = {c: spec[f"ctx:{c}"] for c in CONTEXT if spec[f"ctx:{c}"] is not None}
+    classes = ({s: StaticClass(spec[f"cls:{s}"], "T") for s in static} if spec["classes"]
+               else {})
     return Signature(leaves=leaves, static=static, structure=structure,
                      positional=len(args) - len(keywords) + spec["pos_tweak"],
-                     keywords=keywords, context=context, function_id=spec["fid"])
+                     keywords=keywords, context=context, function_id=spec["fid"],
+                     static_classes=classes)
 
 
 def random_session(seed: int, max_events: int = 40) -> tuple[list[Event], dict[str, str]]:

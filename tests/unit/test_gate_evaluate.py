@@ -137,3 +137,23 @@ def test_diff_reports_counts_and_new_causes():
     step_shape = [c for c in new_causes if c.function == "prog.py:step"]
     assert [(c.code, c.argument, c.before, c.after, c.count) for c in step_shape] == [
         ("shape", "x", "f32[3]", "f32[5]", 2)]
+
+
+def test_fail_on_counts_an_event_once_and_lists_all_its_changed_arguments():
+    """One re-compile where two arguments changed shape is one event, not two."""
+    report = report_of(*numbered(sig(x=leaf("f32", 3), y=leaf("f32", 3)),
+                                 sig(x=leaf("f32", 4), y=leaf("f32", 4))))
+    [violation] = gate(report, fail_on=("shape", "dtype")).violations
+    assert violation.message == ("f: 1 event(s) with cause shape (--fail-on): shape at x: "
+                                 "f32[3] -> f32[4], y: f32[3] -> f32[4] (prog.py:10 (<module>))")
+
+
+def test_rows_of_a_target_that_raised_are_errors_not_passes():
+    result = evaluate([Gated("prog.py", report_of(*three_shapes()), Gates(max_compiles=5),
+                             failure="prog.py raised ValueError: boom")])
+    [row] = result.rows
+    assert (row.ok, row.status, row.target_error) == (False, "ERROR", "prog.py raised "
+                                                      "ValueError: boom")
+    assert not result.held
+    [row] = gate(report_of(*three_shapes()), max_compiles=5).rows
+    assert (row.ok, row.status) == (True, "ok")

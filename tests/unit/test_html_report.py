@@ -13,8 +13,8 @@ from recompile_cli.api import RecompileReport
 from recompile_cli.render import render
 from recompile_cli.session.model import CaptureScope, StaleCapture
 
-STALE_ADVICE = ("stale capture: step reads global `scale`, traced as 2.0 but now 3.0; the "
-                "compiled step still uses 2.0")
+STALE_ADVICE = ("stale capture: step reads global <code>scale</code>, traced as 2.0 but now "
+                "3.0; the compiled step still uses 2.0")
 
 
 def stale_capture_report():

@@ -27,6 +27,7 @@ from recompile_cli.analysis.compare import FunctionChange, NewCause
 from recompile_cli.analysis.report import analyse
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Rule, Violation
 from recompile_cli.render import escape, render
+from recompile_cli.render import table as terminal
 from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
 from recompile_cli.render.csv import render_files
 from recompile_cli.render.diff import render_diff
@@ -132,7 +133,7 @@ def test_markdown_cells_and_bullets_are_escaped(report):
     assert "m\\|\\`&lt;i&gt;\\\\n" in text  # pipe, backtick, HTML and the newline escaped
     assert "- warn\\\\n::error::w &lt;script&gt;" in text
     # recompile-cli's own code spans survive where the values bring no backtick
-    assert "(branch with `jax.lax.cond` / `jnp.where`)" in render(
+    assert "branch with `jax.lax.cond` / `jnp.where`" in render(
         analyse(make_session([f32_event(i, "f", static={"k": str(i + 1)}) for i in range(3)])),
         "markdown")
 
@@ -318,16 +319,24 @@ def test_unknown_location_cells_are_empty_in_the_table():
 
 # -- 5. long names ------------------------------------------------------------------------------
 
-def test_long_names_are_never_wrapped_inside_a_word():
+def test_long_names_are_cut_in_the_middle_never_wrapped_inside_a_word():
     name = "compute_the_loss_of_the_whole_model_over_every_batch_of_data"
     assert len(name) == 60
     static = "'" + "v" * 70 + "'"
     events = [f32_event(0, name, static={"mode": "'a'"}, call_site="/p/main.py:3"),
               f32_event(1, name, n=4, static={"mode": static}, call_site="/p/main.py:3")]
-    text = render(analyse(make_session(events)), "table")
+    report = analyse(make_session(events))
+    wide = terminal.render(report, width=250).splitlines()
+    assert sum(name in line for line in wide) >= 4  # headline, causes, functions, events
+    assert any(static in line for line in wide)  # one word, so never split
+    text = terminal.render(report, width=100)
     lines = text.splitlines()
-    assert sum(name in line for line in lines) >= 3  # cause table, functions and events
-    assert any(static in line for line in lines)  # one word, so never split
+    assert max(map(len, lines)) <= 100
+    # too wide for 100 columns: both ends kept, the middle cut, never a word split over lines
+    cut_name = re.compile(r"compute_\w*\.\.\.\w*data")
+    assert sum(bool(cut_name.search(line)) or name in line for line in lines) >= 4
+    assert any(re.search(r"'v+\.\.\.v+'", line) for line in lines)
+    assert not any(re.fullmatch(r"\s*v+'?", line) for line in lines)
     assert_simple_tables_aligned(text)
     # values with spaces still wrap, at the spaces (so at the arrows)
     long_values = [f"'{word} {word}'" for word in ("alpha" * 5, "omega" * 5)]

@@ -1,0 +1,195 @@
+"""What one piece of advice is about, and the kinds of value it can be about.
+
+Owns ``Group`` (one user function's re-compilations with one primary cause code and argument,
+with the function's distinct signatures that predictions run over) and ``Advice`` (a message
+and the compiles it predicts), plus the value kinds that the rules in ``rules`` check before
+they advise: numeric dtypes and PRNG key dtypes of leaves, number literals, function objects
+and objects that differ only by their memory address in the texts of static values. Pure: no
+JAX.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from recompile_cli.analysis import predict
+from recompile_cli.analysis.causes import Cause
+from recompile_cli.analysis.nearest import top_name
+from recompile_cli.session.model import CauseCode, Event, Leaf, Signature
+from recompile_cli.session.structures import node_map
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """A suggestion's text and the compiles its fix would have given this run (None: not
+    predicted)."""
+
+    message: str
+    predicted_compiles: int | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """One user function's re-compilations that share a primary cause code and argument
+    (``argument`` is None for advice about the whole function, such as weak types)."""
+
+    name: str
+    key: str  # the function's ``name@file:line``
+    code: CauseCode
+    argument: str | None
+    events: list[Event]
+    causes: list[Cause]  # the primary cause of each of ``events``
+    table: predict.Distinct  # the distinct signatures of ``traces``: what predictions run over
+    traces: list[Event]  # every successful top-level trace of the function, in order
+    others: list[str] = field(default_factory=list)  # other changes of the same events
+    calls: int | None = None  # the function's calls, where they were counted
+
+    @property
+    def distinct(self) -> list[Signature]:
+        return self.table.signatures
+
+    @property
+    def compiles(self) -> int:
+        return len(self.table.signatures)
+
+    @cached_property
+    def leaves(self) -> list[Leaf]:
+        """The distinct leaves at ``argument`` over the function's signatures, in order."""
+        found: dict[Leaf, None] = {}
+        for sig in self.distinct:
+            leaf = sig.leaves.get(self.argument or "")
+            if leaf is not None:
+                found.setdefault(leaf)
+        return list(found)
+
+    def values(self) -> list[str]:
+        """The before and after texts of the causes, each once, in order."""
+        seen: dict[str, None] = {}
+        for cause in self.causes:
+            for value in (cause.before, cause.after):
+                if value is not None:
+                    seen.setdefault(value)
+        return list(seen)
+
+    def statics(self) -> list[str]:
+        """The texts the static argument ``argument`` had, each once, in order; for a part of
+        one (``cfg.steps``, a field a library's wrapper keeps static), the causes' texts."""
+        found = list(dict.fromkeys(sig.static[self.argument] for sig in self.distinct
+                                   if self.argument in sig.static))
+        return found or self.values()
+
+    @property
+    def whole_static(self) -> bool:
+        """``argument`` is a whole static argument, not a part of one."""
+        return any(self.argument in sig.static for sig in self.distinct)
+
+    @cached_property
+    def in_model(self) -> bool:
+        """``argument`` is (in) a model's parameters or an optimizer's state, not data: a Flax
+        NNX module, an equinox Module partitioned by ``filter_jit``, an optax state."""
+        path = self.argument or ""
+        top = top_name(path)
+        for sig in self.distinct:
+            text = sig.structure.get(top)
+            if text is not None:
+                if _MODEL_STRUCTURE.search(text):
+                    return True
+                continue
+            for static in sig.static.values():  # equinox: the module's class, in the static part
+                nodes = node_map(static) or {}
+                if _CLASS.match(nodes.get(top, "")):
+                    return True
+        return False
+
+    def also(self) -> str:
+        """`` Together with: ...`` naming the other changes of the same events, if any."""
+        if not self.others:
+            return ""
+        return (" Together with: " + "; ".join(self.others[:3])
+                + (f" ({len(self.others)} in all)" if len(self.others) > 3 else "") + ".")
+
+    def fix(self, after: int | None) -> tuple[str, int | None]:
+        """``: N compiles -> M`` and M, for a prediction that saves compiles; ``("", None)``
+        otherwise: a prediction that saves nothing is left out, never printed."""
+        if after is None or after >= self.compiles:
+            return "", None
+        return f": {self.compiles} compiles -> {after}", after
+
+
+# A Flax NNX module (its GraphDef and states) or an optax state (namedtuples named ``...State``)
+_MODEL_STRUCTURE = re.compile(r"CustomNode\(NodeStates\[|namedtuple\[\w*State\]")
+_CLASS = re.compile(r"(?!(None|True|False)$)[A-Za-z_][\w.]*$")
+
+
+# -- kinds of value -----------------------------------------------------------------------------
+_NUMERIC = re.compile(r"(bool|u?int\d+|float\d+|bfloat16|complex\d+|float8_\w+|u?int4)$")
+_KEY = re.compile(r"key<(\w+)>$")
+KEY_WORDS = {"fry": 2, "rbg": 4, "unsafe_rbg": 4}  # uint32 words of one raw key, per impl
+
+
+def numeric_dtype(dtype: str) -> bool:
+    """The dtype of an array of numbers or booleans (not a PRNG key, not an opaque dtype)."""
+    return _NUMERIC.match(dtype) is not None
+
+
+def key_impl(leaf: Leaf) -> str | None:
+    """``fry`` for a typed PRNG key of dtype ``key<fry>``, None for any other leaf."""
+    match = _KEY.match(leaf.dtype)
+    return match.group(1) if match else None
+
+
+def raw_key(leaf: Leaf) -> bool:
+    """A uint32 array whose last axis could hold raw keys (``jax.random.PRNGKey``)."""
+    return leaf.dtype == "uint32" and bool(leaf.shape) and leaf.shape[-1] in (2, 4)
+
+
+_NUMBER = re.compile(r"-?(\d+(\.\d*)?([eE][-+]?\d+)?|inf|nan)$|True$|False$")
+_CALLABLE = re.compile(r"<(function|bound method|built-in function|cyfunction|PjitFunction)\b"
+                       r"|functools\.partial\(|<jax\._src\.\w+\.\w+ object")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def number(text: str) -> bool:
+    """The text of a Python number or boolean: ``3``, ``0.1``, ``-1e-05``, ``True``."""
+    return _NUMBER.match(text) is not None
+
+
+def callable_text(text: str) -> bool:
+    """The ``repr`` of a function object (a function, lambda, bound method or partial), or of a
+    value that holds one."""
+    return _CALLABLE.search(text) is not None
+
+
+def without_address(text: str) -> str:
+    """``text`` with memory addresses blanked: ``<function <lambda> at 0x7f..>`` ->
+    ``<function <lambda> at 0x?>``; two objects re-created with the same contents read the
+    same."""
+    return _ADDRESS.sub("0x?", text)
+
+
+def recreated(texts: list[str]) -> bool:
+    """Some of ``texts`` differ only by memory addresses: objects re-created with the same
+    contents (a lambda, a partial, an object without value equality)."""
+    return len({without_address(t) for t in texts}) < len(set(texts))
+
+
+# A node map's description of a container, not of a static value: a path absent on one side,
+# a list or tuple of n items, a dict's keys, or a node named by its type alone (a module, an
+# NNX variable ``Param`` or ``Param {...}``, a reference). A static value is its ``repr``:
+# quoted, a number, ``True``/``False``/``None``, or with parentheses or brackets.
+_STRUCTURAL = re.compile(r"\(absent\)$|(list|tuple)\[\d+\]$|dict\["
+                         r"|(?!(True|False|None)\b)[A-Z][\w.]*( \{.*)?$")
+
+
+def structural(text: str) -> bool:
+    """A node map description of a container or variable (``list[2]``, ``(absent)``), not a
+    static value."""
+    return _STRUCTURAL.match(text) is not None
+
+
+def listed(values: list[str], limit: int = 5) -> str:
+    """``a, b, c`` with at most ``limit`` values shown, and how many there are."""
+    shown = ", ".join(values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")

@@ -1,0 +1,265 @@
+"""Padding advice for numeric array dimensions that take several sizes, and what padding costs.
+
+Owns the ``shape`` advice (pad to one size, to power-of-two buckets or to multiples; the last
+smaller batch; two datasets) and its cost: the extra elements the padded calls compute,
+weighted by how many calls had each size as far as the record tells (``call_counts``). Only
+numeric arrays are padded (``rules`` checks it): a PRNG key or an opaque dtype has no
+dimension to pad.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from recompile_cli.analysis import predict
+from recompile_cli.analysis.groups import Advice, Group, listed, numeric_dtype
+
+# Padding advice whose extra work is absurd is dropped, not printed: a bucketing option is left
+# out when padding would compute more than MAX_OVERHEAD times the elements the calls really
+# have (1.0: more than twice the work) over the calls recorded (its lowest possible value where
+# the calls of each size were counted, else one call per size). No advice is better than
+# advice that trades a compile for that much work on every call.
+MAX_OVERHEAD = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class CallCounts:
+    """How many calls had each distinct signature (a row of the group's table).
+
+    ``known[row]`` calls are known to have had that row's signature (its traces, and the calls
+    before a second signature existed). ``windows`` are (calls, k): calls that re-used the
+    compiled signature of one of the first ``k`` rows, which one unknown. ``counted`` is False
+    where the calls were not counted: each row then had one call or more, how many unknown.
+    """
+
+    known: list[int]
+    windows: list[tuple[int, int]]
+    counted: bool
+    total: int
+
+
+def call_counts(g: Group) -> CallCounts:
+    rows = g.table.index  # the row of each trace, in order
+    indexes = [e.call_index if e.call_of == g.key else None for e in g.traces]
+    one_each = CallCounts([1] * g.compiles, [], False, len(rows))
+    if g.calls is None or None in indexes or not indexes or indexes[0] != 0:
+        return one_each
+    known = [0] * g.compiles
+    windows: list[tuple[int, int]] = []
+    seen, previous = 0, -1
+    for row, index in zip(rows, indexes, strict=True):
+        assert index is not None
+        if index < previous:
+            return one_each
+        if index > previous:
+            _window(known, windows, index - previous - 1, seen)
+            known[row] += 1
+        seen, previous = max(seen, row + 1), index
+    if g.calls <= previous:
+        return one_each
+    _window(known, windows, g.calls - previous - 1, seen)
+    return CallCounts(known, windows, True, g.calls)
+
+
+def _window(known: list[int], windows: list[tuple[int, int]], calls: int, seen: int) -> None:
+    if calls == 0:
+        return
+    if seen == 1:  # only one signature was compiled: every call re-used it
+        known[0] += calls
+    else:
+        windows.append((calls, seen))
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Extra elements computed by padding, as a fraction of the elements of the real sizes:
+    the lowest and highest values the calls allow (equal where every call is known). Where
+    the calls were not counted, ``low`` counts one call of each size and ``high`` is the
+    largest extra of one call."""
+
+    low: float
+    high: float
+    counts: CallCounts
+
+    @property
+    def absurd(self) -> bool:
+        return self.low > MAX_OVERHEAD
+
+    def text(self) -> str:
+        """``0.8% more elements over the 64 calls``, or ``33% more elements over one call of
+        each size`` where the calls were not counted."""
+        if not self.counts.counted:
+            return f"{_percent(self.low)} more elements over one call of each size"
+        shown = (_percent(self.low) if _percent(self.low) == _percent(self.high)
+                 else f"{_percent(self.low)}-{_percent(self.high)}")
+        return f"{shown} more elements over the {self.counts.total} calls"
+
+
+def _percent(fraction: float) -> str:
+    value = 100 * fraction
+    if value >= 9.95:
+        return f"{value:.0f}%"
+    return f"{value:.1f}%" if value >= 0.05 else "<0.1%"
+
+
+def cost(g: Group, axis: list[tuple[str, int]], bucket: dict[int, int],
+         counts: CallCounts) -> Cost:
+    """What padding every (path, dim) of ``axis`` to ``bucket[size]`` costs the calls."""
+    real, extra = [], []
+    dims: dict[str, list[int]] = {}
+    for path, dim in axis:
+        dims.setdefault(path, []).append(dim)
+    for row in range(g.compiles):
+        r = p = 0
+        for path, path_dims in dims.items():
+            value = g.table.leaves(path)[row]
+            if value is None:
+                continue
+            shape = value[0]
+            padded = [bucket.get(n, n) if d in path_dims else n for d, n in enumerate(shape)]
+            r += math.prod(shape)
+            p += math.prod(padded) - math.prod(shape)
+        real.append(r)
+        extra.append(p)
+    ratios = [p / r for p, r in zip(extra, real, strict=True) if r]
+    if not counts.counted:
+        low = sum(extra) / sum(real) if sum(real) else 0.0  # one call of each size
+        return Cost(low, max(ratios, default=0.0), counts)
+    base_p = sum(k * p for k, p in zip(counts.known, extra, strict=True))
+    base_r = sum(k * r for k, r in zip(counts.known, real, strict=True))
+    return Cost(_extreme(base_p, base_r, counts.windows, extra, real, lowest=True),
+                _extreme(base_p, base_r, counts.windows, extra, real, lowest=False), counts)
+
+
+def _extreme(base_p: int, base_r: int, windows: list[tuple[int, int]], extra: list[int],
+             real: list[int], lowest: bool) -> float:
+    """The lowest (or highest) (base_p + extra of the windows' calls) / (base_r + real of
+    them) over every choice of row for each window (Dinkelbach's iteration)."""
+    sign = 1 if lowest else -1
+    ratio = base_p / base_r if base_r else 0.0
+    for _ in range(100):
+        p, r = base_p, base_r
+        for calls, k in windows:
+            j = min(range(k), key=lambda i: sign * (extra[i] - ratio * real[i]))
+            p, r = p + calls * extra[j], r + calls * real[j]
+        new = p / r if r else 0.0
+        if math.isclose(new, ratio):
+            return new
+        ratio = new
+    return ratio
+
+
+# -- advice ---------------------------------------------------------------------------------
+def pad_dimension(g: Group) -> Advice | None:
+    """Pad the varying dimension of a numeric array (``rules`` checked the preconditions)."""
+    path = g.argument or ""
+    dims = g.table.varying_dims(path)
+    dim, values = max(dims.items(), key=lambda item: len(item[1]))
+    axis = _same_axis(g.table, values)
+    dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
+    where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
+    full = max(values)
+    rows = predict.Axis(g.table, axis)
+    sizes = g.table.each_signature(rows.column(path, dim))  # of every trace, in order
+    counts = call_counts(g)
+    to_full = dict.fromkeys(values, full)  # each size -> its bucket, for one fix
+    pad_all = rows.compiles_after(to_full)
+    full_cost = cost(g, axis, to_full, counts)
+    if len(values) == 2:
+        small = min(values)
+        # The call history of the argument: a last batch follows several calls of the full
+        # size from the same call site; two datasets come from two call sites, or early.
+        at, sites = _history(g, path, dim, small, full)
+        last_batch = (sizes[-1] == small and sizes.count(small) == 1
+                      and (at >= 2 if at is not None else len(sites) == 1))
+        if last_batch:
+            calls = f" (call {at + 1}, after {at} calls of {full})" if at is not None else ""
+            weighed = f" (padding computes {full_cost.text()})" if counts.counted else ""
+            return Advice(
+                f"the last batch is smaller: {where} is {full}, then {small} once at the "
+                f"end{calls}. Pad the last batch to {full} (and mask it) or drop it "
+                f"(drop_last): {g.compiles} compiles -> {pad_all}{weighed}." + g.also(),
+                pad_all)
+        if full_cost.absurd:
+            return None
+        pad = (f"pad to {full} (and mask) so that one shape is reused: {g.compiles} compiles "
+               f"-> {pad_all} (pads {full_cost.text()})")
+        # Two datasets only on evidence: each size from its own line of code. Counted calls
+        # (a spec, --count-calls) show a sequence of calls of one function instead.
+        if (sizes.count(small) == 1 and sizes.count(full) == 1 and at is None
+                and len(sites) >= 2):
+            last = (f" (If {small} is instead the last, smaller batch of a loop, pad it or drop "
+                    "it: drop_last.)" if sizes[-1] == small else "")
+            return Advice(
+                f"two datasets of different sizes: {where} is {sizes[0]}, then {sizes[1]}; "
+                "each size compiles once, which is expected (e.g. a train and a test set). To "
+                f"share one compile, {pad}.{last}" + g.also(), pad_all)
+        return Advice(f"{where} took the values {listed([str(v) for v in values])}: {pad}."
+                      + g.also(), pad_all)
+    options: list[tuple[int, str]] = []
+    to_pow2 = predict.powers_of_two(values)
+    pow2 = rows.compiles_after(to_pow2)
+    buckets = sorted(set(to_pow2.values()))
+    pow2_cost = cost(g, axis, to_pow2, counts)
+    if pow2 < g.compiles and buckets[-1] <= 2 * full and not pow2_cost.absurd:
+        options.append((pow2, f"{pow2} with power-of-two buckets of {where} "
+                              f"({listed([str(b) for b in buckets], 8)}; pads {pow2_cost.text()})"))
+    width = predict.multiple_for(values)
+    to_multiple = predict.multiples_of(width, values)
+    multiples = rows.compiles_after(to_multiple)
+    multiple_cost = cost(g, axis, to_multiple, counts)
+    if (multiples < g.compiles and width > 1 and to_multiple[full] <= 2 * full
+            and not multiple_cost.absurd):
+        options.append((multiples, f"{multiples} with multiples of {width} "
+                                   f"(pads {multiple_cost.text()})"))
+    if not options:
+        if full_cost.absurd:
+            return None
+        return Advice(
+            f"{where} took {len(values)} values ({min(values)}..{full}): pad to {full} (and "
+            f"mask) so that one shape is reused: {g.compiles} compiles -> {pad_all} "
+            f"(pads {full_cost.text()})." + g.also(), pad_all)
+    return Advice(
+        f"{where} took {len(values)} values ({min(values)}..{full}): {g.compiles} compiles -> "
+        + ", or ".join(text for _, text in options)
+        + ". Pad along that dimension to the bucket size and mask the padding." + g.also(),
+        options[0][0])
+
+
+def change_rank(g: Group) -> Advice:
+    """A numeric array that arrived with different ranks: padding cannot merge them."""
+    return Advice(
+        f"`{g.argument}` reached {g.name} with different ranks "
+        f"({listed([leaf.short for leaf in g.leaves])}); arrays of different ranks are "
+        "different programs, and padding cannot merge them. If one rank is meant, reshape it "
+        "before the call (e.g. add the missing axis)." + g.also())
+
+
+def _history(g: Group, path: str, dim: int, small: int, full: int
+             ) -> tuple[int | None, set[str | None]]:
+    """(the call, 0-based where counted, at which ``small`` first reached ``path`` dim; the
+    call sites of the events that brought either size)."""
+    at: int | None = None
+    sites: set[str | None] = set()
+    found = False
+    for event in g.traces:
+        leaf = event.signature.leaves.get(path) if event.signature else None
+        if leaf is None or dim >= len(leaf.shape) or leaf.shape[dim] not in (small, full):
+            continue
+        sites.add(event.call_site)
+        if leaf.shape[dim] == small and not found:
+            at, found = event.call_index if event.call_of == g.key else None, True
+    return at, sites
+
+
+def _same_axis(table: predict.Distinct, values: list[int]) -> list[tuple[str, int]]:
+    """Every (path, dim) of a numeric array that varies over the same sizes: one axis, e.g.
+    the batch."""
+    wanted = set(values)
+    return [(p, d) for p in table.paths for d, vs in table.varying_dims(p).items()
+            if set(vs) == wanted and _numeric_path(table, p)]
+
+
+def _numeric_path(table: predict.Distinct, path: str) -> bool:
+    return all(numeric_dtype(v[1]) for v in table.leaves(path) if v is not None)

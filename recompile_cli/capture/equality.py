@@ -1,0 +1,134 @@
+"""Values compared the way JAX compares them: equality classes of static arguments and of the
+static data of pytree nodes (checked on JAX 0.10.2).
+
+JAX keys a static argument on its type, ``__hash__`` and ``__eq__`` (``api_util``'s
+``_HashableWithStrictTypeEquality``), and a pytree structure on each node's aux data with
+``==``. Texts (``repr``) can agree where JAX does not: a new object each call whose ``__eq__``
+is identity prints the same and still misses the cache. ``EqualityClasses`` gives each value a
+class per *table* (a function's static argument, or the path of a node's field in one argument):
+a new value joins the first earlier class JAX would find equal to it, or starts a new one.
+
+Memory stays bounded: an earlier value is held by a weak reference where its type allows one
+(so the recording keeps no model or config alive); values that allow none (tuples, ints,
+strings) are held while the recording runs, as JAX's own caches hold them (a tuple's hash and
+text can agree where ``==`` does not: equinox's static tuple holding a new object). A value
+that is gone is matched by type, hash and text. Each table keeps its latest ``PER_TABLE``
+classes, and at most ``TABLES`` tables are kept (the oldest go first); the recording drops
+them all when it stops.
+A ``__hash__`` or ``__eq__`` that raises or returns something odd counts as "not equal" and
+never reaches the user's program. Runs on cache misses only; one instance per recording.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from recompile_cli.session.model import StaticClass
+
+__all__ = ["EqualityClasses", "Klass", "type_name"]
+
+PER_TABLE = 64  # classes kept per table (the latest)
+TABLES = 4096  # tables kept (the most recently created)
+
+
+class Klass:
+    """One equality class: its number, what is known of its first value, and how many earlier
+    classes of its table print the same (``ordinal``: 0 for the first with this text)."""
+
+    __slots__ = ("hash", "identity", "number", "ordinal", "ref", "text", "type")
+
+    def __init__(self, number: int, value: Any, value_hash: int | None, text: str,
+                 ordinal: int) -> None:
+        self.number = number
+        self.type: type = type(value)
+        self.hash = value_hash
+        self.text = text
+        self.ordinal = ordinal
+        self.identity = compares_by_identity(value)
+        try:
+            self.ref: Callable[[], Any] = weakref.ref(value)
+        except TypeError:  # tuples, ints, strings, objects with __slots__: held
+            self.ref = _Held(value)
+
+    def matches(self, value: Any, value_hash: int | None, text: str) -> bool:
+        """Whether JAX would find ``value`` equal to this class's value: the same type and
+        hash, and ``==`` (or, when that value is gone, the same text)."""
+        if type(value) is not self.type or value_hash != self.hash:
+            return False
+        earlier = self.ref()
+        if earlier is None:  # gone (JAX's caches dropped it too)
+            return text == self.text
+        if earlier is value:
+            return True
+        try:
+            return bool(earlier == value)
+        except Exception:  # a raising or odd __eq__ (an array's): not equal
+            return False
+
+    def described(self) -> StaticClass:
+        return StaticClass(self.number, type_name(self.type), self.identity)
+
+
+class EqualityClasses:
+    """The equality classes of each table (a ``Hashable`` key), for one recording."""
+
+    def __init__(self) -> None:
+        self._tables: dict[Hashable, list[Klass]] = {}
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()
+
+    def classify(self, table: Hashable, value: Any, text: str) -> Klass:
+        """The class of ``value`` (whose ``repr`` is ``text``) in ``table``: the most recent
+        matching one, or a new one."""
+        value_hash = _hash(value)
+        with self._lock:
+            classes = self._tables.get(table)
+            if classes is None:
+                if len(self._tables) >= TABLES:
+                    del self._tables[next(iter(self._tables))]
+                classes = self._tables[table] = []
+            earlier = classes[::-1]
+        for klass in earlier:  # the user's __eq__ runs outside the lock
+            if klass.matches(value, value_hash, text):
+                return klass
+        with self._lock:
+            ordinal = sum(1 for klass in classes if klass.text == text)
+            klass = Klass(next(self._numbers), value, value_hash, text, ordinal)
+            classes.append(klass)
+            if len(classes) > PER_TABLE:
+                del classes[0]
+        return klass
+
+
+class _Held:
+    """A strong reference with a weak reference's call: ``held()`` is the value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+def _hash(value: Any) -> int | None:
+    try:
+        return hash(value)
+    except Exception:  # unhashable (JAX refuses such statics; aux data may be): by == alone
+        return None
+
+
+def compares_by_identity(value: Any) -> bool:
+    """Whether ``value``'s type keeps ``object.__eq__``: every new object is a new value."""
+    return getattr(type(value), "__eq__", None) is object.__eq__
+
+
+def type_name(kind: type) -> str:
+    """A type's qualified name (``Model``, ``Outer.Config``), its plain name if odd."""
+    name = getattr(kind, "__qualname__", None) or getattr(kind, "__name__", None)
+    return name if isinstance(name, str) else str(kind)

@@ -1,0 +1,252 @@
+"""Terminal text that fits: the width to fit (``terminal_width``), tables laid out in it
+(``layout``) and sentences wrapped to it (``wrap``); and the columns every human format leaves
+out because they say nothing (``drop_empty``).
+
+A table that is too wide gives way in this order, losing as little as it can: locations lose
+their folders (``.../train_loop.py:51``); columns that wrap at spaces (values, causes) wrap; the
+``optional`` columns are left out; locations lose their calling function, then their start;
+names and values are cut in the middle (``analysis.shorten.middle``), the widest first; on a
+narrow terminal, all of these down to their header's width. Whatever a wrap or a cut frees goes
+back to the names and locations. Cells come in already made inert (``render.escape``); numbers
+are right-aligned, floats with three decimals.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from recompile_cli.analysis.shorten import middle
+
+FALLBACK_WIDTH = 100  # a terminal whose size cannot be read
+MIN_WIDTH = 40
+_GAP = 2  # spaces between columns
+
+Table = tuple[list[str], list[list[Any]]]
+
+
+class Give(Enum):
+    """How a column gets narrower than its widest cell."""
+
+    WRAP = "wrap"  # at spaces (``f32[3] ->`` / ``f32[4]``), nothing lost
+    END = "end"  # a location: keeps its end, the file name and line
+    MIDDLE = "middle"  # a name or value: keeps both ends
+
+
+_MINIMUM = {Give.WRAP: 16, Give.END: 18, Give.MIDDLE: 16}
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """How one column (named by its header) gives way."""
+
+    give: Give | None = None
+    minimum: int | None = None  # the default is ``_MINIMUM[give]``
+    optional: int = 0  # left out when nothing else fits, lowest first (0: never)
+
+
+def terminal_width() -> int | None:
+    """The columns to fit: ``COLUMNS`` when set, else the terminal's width when the output is a
+    terminal; None (no limit) for a pipe or a file, which are read later at any width, or
+    searched, and lose nothing that way."""
+    if not (os.environ.get("COLUMNS", "").strip() or _is_terminal(sys.stdout)):
+        return None
+    return max(shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns, MIN_WIDTH)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def drop_empty(table: Table, zero: Iterable[str] = ()) -> Table:
+    """The table without its columns that hold nothing (every cell missing or ``""``), and
+    without the ``zero`` columns whose every value is 0 (e.g. ``errors``)."""
+    headers, rows = table
+    zero = set(zero)
+    keep = [i for i, header in enumerate(headers)
+            if not all(_blank(row[i]) or (header in zero and row[i] == 0) for row in rows)]
+    if len(keep) == len(headers):
+        return table
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and value != value)
+
+
+def layout(table: Table, width: int | None, columns: Mapping[str, Column]) -> str:
+    """The table as terminal text (headers, dashes, rows) no wider than ``width`` (None: no
+    limit) where its columns can give way that far (``columns``: by header; the others never
+    do)."""
+    headers, rows = table
+    texts = [[_text(value) for value in row] for row in rows]
+    numeric = [bool(rows) and all(_is_number(row[i]) or _blank(row[i]) for row in rows)
+               for i in range(len(headers))]
+    natural = [max([len(h), *(len(row[i]) for row in texts)]) for i, h in enumerate(headers)]
+    specs = [columns.get(h, Column()) for h in headers]
+    widths, shown = list(natural), list(range(len(headers)))
+    if width is None:
+        width = _total(widths, shown)
+
+    def narrow(gives: tuple[Give, ...], floor: Callable[[int], int]) -> None:
+        _narrow(widths, [i for i in shown if specs[i].give in gives],
+                lambda i: max(len(headers[i]), floor(i)), _total(widths, shown) - width)
+
+    def minimum(i: int) -> int:
+        return _minimum(specs[i])
+
+    def widest(measure: Callable[[str], int]) -> Callable[[int], int]:
+        return lambda i: max((measure(row[i]) for row in texts), default=0)
+
+    narrow((Give.END,), lambda i: max(minimum(i), widest(_file_only)(i)))  # nothing lost yet
+    narrow((Give.WRAP,), lambda i: max(minimum(i), widest(_longest_part)(i)))
+    for i in sorted((i for i in shown if specs[i].optional), key=lambda i: specs[i].optional):
+        if _total(widths, shown) <= width:
+            break
+        shown.remove(i)
+    narrow((Give.END,), minimum)  # cuts from here on
+    narrow((Give.WRAP, Give.MIDDLE), minimum)
+    narrow(tuple(Give), lambda i: 0)  # a narrow terminal: down to the headers
+    cells = _settle(texts, headers, widths, natural, shown, specs, width)
+    lines = [_line([headers[i] for i in shown], [widths[i] for i in shown],
+                   [numeric[i] for i in shown]),
+             _line(["-" * widths[i] for i in shown], [widths[i] for i in shown],
+                   [False] * len(shown))]
+    for row in cells:
+        for k in range(max((len(cell) for cell in row), default=1)):
+            lines.append(_line([cell[k] if k < len(cell) else "" for cell in row],
+                               [widths[i] for i in shown], [numeric[i] for i in shown]))
+    return "\n".join(lines)
+
+
+def _settle(texts: list[list[str]], headers: list[str], widths: list[int], natural: list[int],
+            shown: list[int], specs: list[Column], width: int) -> list[list[list[str]]]:
+    """The cells fitted to ``widths``. A wrapped or cut column may need less than it was given
+    (a wrap breaks at spaces only): each column takes what its cells need, and what that
+    frees goes back to the names, then the locations, that were cut."""
+    for attempt in range(4):
+        cells = [[_fit(row[i], widths[i], specs[i].give) for i in shown] for row in texts]
+        for k, i in enumerate(shown):
+            widths[i] = max([len(headers[i]), *(len(line) for row in cells for line in row[k])])
+        slack = width - _total(widths, shown)
+        grow = [i for give in (Give.MIDDLE, Give.END) for i in shown
+                if specs[i].give is give and widths[i] < natural[i]]
+        if slack <= 0 or not grow or attempt == 3:
+            break
+        for i in grow:
+            more = min(slack, natural[i] - widths[i])
+            widths[i] += more
+            slack -= more
+    return cells
+
+
+def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    """A sentence wrapped at spaces to ``width``, later lines indented; a word longer than a
+    line is broken."""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def _longest_part(text: str) -> int:
+    return max(map(len, _wrapped(text, 0)))
+
+
+def _file_only(location: str) -> int:
+    """The width of a location without its folders: ``.../train_loop.py:51 (main)``."""
+    slash = location.split(" (", 1)[0].rfind("/")
+    return len(location) if slash < 0 else len(location) - slash + 3
+
+
+def _minimum(spec: Column) -> int:
+    if spec.minimum is not None:
+        return spec.minimum
+    return _MINIMUM[spec.give] if spec.give else 0
+
+
+def _total(widths: Sequence[int], shown: Sequence[int]) -> int:
+    return sum(widths[i] for i in shown) + _GAP * (len(shown) - 1)
+
+
+def _narrow(widths: list[int], candidates: list[int], floor: Callable[[int], int],
+            excess: int) -> None:
+    """Take ``excess`` characters away from the ``candidates``, one at a time from the
+    widest, none below its ``floor``."""
+    if excess <= 0:
+        return
+    floors = {i: floor(i) for i in candidates}
+    while excess > 0:
+        open_ = [i for i in candidates if widths[i] > floors[i]]
+        if not open_:
+            return
+        widest = max(open_, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+
+
+def _fit(text: str, width: int, give: Give | None) -> list[str]:
+    """A cell's lines in ``width`` characters."""
+    if len(text) <= width or give is None:
+        return [text]
+    if give is Give.WRAP:
+        return [middle(part, width) for line in _wrapped(text, width)
+                for part in (textwrap.wrap(line, width, break_long_words=False,
+                                           break_on_hyphens=False) or [line])]
+    if give is Give.END:
+        return [_location(text, width)]
+    return [middle(text, width)]
+
+
+def _location(text: str, width: int) -> str:
+    """A location in ``width``: whole folders left out (``.../train_loop.py:51 (main)``), then
+    the calling function, then the start of what is left."""
+    where = text.split(" (", 1)[0]
+    for shown in (text, where):
+        slash = shown.find("/", len(shown) - (width - 3), len(where))
+        if slash > 0:
+            return "..." + shown[slash:]
+    return middle(where if len(where) < len(text) else text, width, end=1.0)
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` in lines of ``width``, broken only at spaces outside brackets, so that
+    ``f32[1] ... f32[40] (40 values)`` keeps ``(40 values)`` whole; a longer part has a line
+    of its own."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if char == " " and depth <= 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += " " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    return (" " * _GAP).join(cell.rjust(w) if r else cell.ljust(w)
+                             for cell, w, r in zip(cells, widths, right, strict=True)).rstrip()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> str:
+    if _blank(value):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

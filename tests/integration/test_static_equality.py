@@ -1,0 +1,353 @@
+"""Static values compared the way JAX compares them, static fields of registered dataclasses
+(JAX, flax, equinox, custom nodes) named by field, and a compile that reuses a trace made inside
+another jit, on real JAX and the real libraries."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gc
+import weakref
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax_support import requires_private_hooks
+
+import recompile_cli
+
+pytestmark = requires_private_hooks
+
+
+def causes(rec: Any, name: str) -> list[list[tuple[str, str | None, str | None, str | None]]]:
+    """(code, argument, before, after) of every cause of each event of ``name``."""
+    report = rec.report.report
+    return [[(c.code.value, c.argument, c.before, c.after) for c in report.causes[e.seq]]
+            for e in rec.session.events if e.function == name]
+
+
+def details(rec: Any, name: str) -> list[str]:
+    report = rec.report.report
+    return [c.detail for e in rec.session.events if e.function == name
+            for c in report.causes[e.seq]]
+
+
+class Model:
+    """Prints the same each time; compares by identity (no __eq__ of its own)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __repr__(self) -> str:
+        return f"Model(k={self.k})"
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def step(self, x):
+        return x * self.k
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenModel:
+    k: int
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def step(self, x):
+        return x * self.k
+
+
+# -- 1. static values: type, __hash__, __eq__ -----------------------------------------------------
+def test_a_static_self_rebuilt_each_epoch_is_named_with_why():
+    with recompile_cli.record() as rec:
+        for _ in range(3):
+            model = Model(2)
+            model.step(jnp.ones(3))
+            model.step(jnp.ones(3))
+    assert rec.report.compiles("step") == 3
+    assert causes(rec, "step")[1:] == [[("static_value", "self", "Model(k=2)", "Model(k=2)")]] * 2
+    assert ("static argument self: a new object that prints the same but compares unequal "
+            "(Model.__eq__ is identity)") in details(rec, "step")
+
+
+def test_one_instance_and_value_equality_compile_once():
+    with recompile_cli.record() as rec:
+        kept = Model(2)
+        for _ in range(3):
+            kept.step(jnp.ones(3))
+            FrozenModel(2).step(jnp.ones(3))  # a new object each time, equal by value
+    assert [c[0][0] for c in causes(rec, "step")] == ["first_compile", "first_compile"]
+
+
+class Tagged:
+    """Equal by value, but its text shows the object's address."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tagged) and other.k == self.k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+    def __repr__(self) -> str:
+        return f"<Tagged {self.k} at {id(self):#x}>"
+
+
+def test_a_static_that_prints_differently_but_compares_equal_is_not_a_cause():
+    f = jax.jit(lambda x, tag: x * tag.k, static_argnames="tag")
+    first = Tagged(2)
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), tag=first)
+        f(jnp.ones(4), tag=Tagged(2))  # equal for JAX: only the shape is new
+    assert causes(rec, "<lambda>")[1] == [("shape", "x", "f32[3]", "f32[4]")]
+
+
+def test_a_static_function_rebuilt_each_call_is_a_new_object():
+    f = jax.jit(lambda x, fn: fn(x), static_argnames="fn")
+    with recompile_cli.record() as rec:
+        for _ in range(2):
+            f(jnp.ones(3), fn=lambda v: v + 1)
+    (cause,) = causes(rec, "<lambda>")[1]
+    assert cause[:2] == ("static_value", "fn") and cause[2] != cause[3]
+    assert any("a new function object, compared by identity" in d for d in details(rec, "<lambda>"))
+
+
+class Config(NamedTuple):
+    lr: float
+    steps: int
+    obj: Any = None
+
+
+@pytest.mark.parametrize(("first", "second", "argument", "before", "after"), [
+    (Config(0.1, 2), Config(0.1, 3), "cfg.steps", "2", "3"),
+    ((0.1, 2), (0.1, 3), "cfg[1]", "2", "3"),
+    (Config(0.1, 2, Model(1)), Config(0.1, 2, Model(1)), "cfg.obj", "Model(k=1)", "Model(k=1)"),
+])
+def test_a_static_container_is_named_by_the_part_that_changed(first, second, argument, before,
+                                                              after):
+    f = jax.jit(lambda x, cfg: x * cfg[0], static_argnames="cfg")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), cfg=first)
+        f(jnp.ones(3), cfg=second)
+    assert causes(rec, "<lambda>")[1] == [("static_value", argument, before, after)]
+
+
+class Weird:
+    """A hash that always collides and an __eq__ that raises or answers with an array."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def __hash__(self) -> int:
+        return 7
+
+    def __eq__(self, other: object) -> Any:
+        if isinstance(other, Weird) and other is not self:
+            if self.mode == "raise":
+                raise RuntimeError("no comparing")
+            return np.array([True, False])  # bool() of it raises
+        return other is self
+
+
+@pytest.mark.parametrize("mode", ["raise", "array"])
+def test_a_raising_or_odd_eq_never_reaches_the_program(mode):
+    f = jax.jit(lambda x, w: x + 1, static_argnames="w")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), w=Weird(mode))
+        f(jnp.ones(4), w=Weird(mode))  # JAX never compares them (the shapes differ); we do
+    assert rec.session.target_exception is None
+    assert rec.report.compiles("<lambda>") == 2
+    assert ("shape", "x", "f32[3]", "f32[4]") in causes(rec, "<lambda>")[1]
+
+
+def test_static_values_are_not_kept_alive_by_the_recording():
+    model = Model(3)
+    alive = weakref.ref(model)
+    with recompile_cli.record() as rec:
+        model.step(jnp.ones(2))
+    assert rec.report.compiles("step") == 1
+    del model
+    jax.clear_caches()
+    gc.collect()
+    assert alive() is None
+
+
+# -- 2. static fields of pytree nodes -------------------------------------------------------------
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["x"],
+                   meta_fields=["max_len", "name"])
+@dataclasses.dataclass
+class Batch:
+    x: jax.Array
+    max_len: int
+    name: str
+
+
+@dataclasses.dataclass
+class Marked:
+    x: jax.Array
+    n: int = dataclasses.field(default=3, metadata={"static": True})
+
+
+try:  # fields marked static in their metadata: JAX >= 0.5 (the tests using it need >= 0.9)
+    jax.tree_util.register_dataclass(Marked)
+except TypeError:
+    pass
+
+
+class Custom:
+    def __init__(self, x: jax.Array, aux: dict[str, int]) -> None:
+        self.x, self.aux = x, aux
+
+
+jax.tree_util.register_pytree_node(Custom, lambda c: ((c.x,), c.aux),
+                                   lambda aux, children: Custom(children[0], aux))
+
+
+@jax.jit
+def take(batch):
+    return jax.tree_util.tree_leaves(batch)[0] * 2
+
+
+@pytest.mark.parametrize(("first", "second", "argument", "before", "after"), [
+    (Batch(jnp.ones(3), 4, "a"), Batch(jnp.ones(3), 8, "a"), "batch.max_len", "4", "8"),
+    (Batch(jnp.ones(3), 4, "a"), Batch(jnp.ones(3), 4, "b"), "batch.name", "'a'", "'b'"),
+    (Marked(jnp.ones(3), 3), Marked(jnp.ones(3), 5), "batch.n", "3", "5"),
+    ({"inner": Batch(jnp.ones(3), 4, "a")}, {"inner": Batch(jnp.ones(3), 6, "a")},
+     "batch['inner'].max_len", "4", "6"),
+    ([Marked(jnp.ones(3), 1)], [Marked(jnp.ones(3), 2)], "batch[0].n", "1", "2"),
+])
+def test_a_registered_dataclass_meta_field_is_named(first, second, argument, before, after):
+    with recompile_cli.record() as rec:
+        take(first)
+        take(second)
+    assert causes(rec, "take")[1] == [("tree_structure", argument, before, after)]
+    assert any(d.startswith(f"static field `{argument.rpartition('.')[2]}` of")
+               for d in details(rec, "take"))
+
+
+def test_the_aux_data_of_a_custom_node_as_a_whole():
+    with recompile_cli.record() as rec:
+        take(Custom(jnp.ones(3), {"k": 1}))
+        take(Custom(jnp.ones(3), {"k": 2}))
+    assert causes(rec, "take")[1] == [("tree_structure", "batch.<aux>", "{'k': 1}", "{'k': 2}")]
+    assert any("aux data of the custom pytree node Custom" in d for d in details(rec, "take"))
+
+
+def test_a_static_field_that_prints_the_same_but_compares_unequal():
+    with recompile_cli.record() as rec:
+        take(Batch(jnp.ones(3), 4, Model(1)))  # type: ignore[arg-type]
+        take(Batch(jnp.ones(3), 4, Model(1)))  # type: ignore[arg-type]
+    assert causes(rec, "take")[1] == [("tree_structure", "batch.name", "Model(k=1)",
+                                       "Model(k=1)")]
+    assert any("prints the same but compares unequal (Model.__eq__ is identity)" in d
+               for d in details(rec, "take"))
+
+
+def test_flax_train_state_with_a_rebuilt_optimizer_names_tx():
+    optax = pytest.importorskip("optax")
+    train_state = pytest.importorskip("flax.training.train_state")
+
+    @jax.jit
+    def train_step(state):
+        return state.params["w"] * 2
+
+    params = {"w": jnp.ones(3)}
+    with recompile_cli.record() as rec:
+        for _ in range(2):
+            state = train_state.TrainState.create(apply_fn=None, params=params,
+                                                  tx=optax.adam(1e-3))
+            train_step(state)
+    ((code, argument, before, after),) = causes(rec, "train_step")[1]
+    assert (code, argument) == ("tree_structure", "state.tx")
+    assert before.startswith("GradientTransformation") and after.startswith("Gradient")
+    assert "params" not in before and "opt_state" not in before  # that field's values only
+    assert any(d.startswith("static field `tx` of TrainState") for d in details(rec, "train_step"))
+
+
+def test_flax_struct_field_with_pytree_node_false():
+    struct = pytest.importorskip("flax.struct")
+
+    @struct.dataclass
+    class Config:
+        w: jax.Array
+        act: str = struct.field(pytree_node=False)
+
+    @jax.jit
+    def apply(cfg):
+        return cfg.w + 1
+
+    with recompile_cli.record() as rec:
+        apply(Config(jnp.ones(2), "relu"))
+        apply(Config(jnp.ones(2), "gelu"))
+    assert causes(rec, "apply")[1] == [("tree_structure", "cfg.act", "'relu'", "'gelu'")]
+
+
+class _Eqx:
+    """equinox Module classes, made when equinox is there."""
+
+    @staticmethod
+    def module() -> Any:
+        eqx = pytest.importorskip("equinox")
+
+        class Block(eqx.Module):
+            w: jax.Array
+            act: str = eqx.field(static=True)
+
+        return Block
+
+
+def test_equinox_static_field_under_jax_jit():
+    block = _Eqx.module()
+
+    @jax.jit
+    def run(m, x):
+        return m.w * x
+
+    with recompile_cli.record() as rec:
+        run(block(jnp.ones(3), "relu"), jnp.ones(3))
+        run(block(jnp.ones(3), "gelu"), jnp.ones(3))
+    assert causes(rec, "run")[1] == [("tree_structure", "m.act", "'relu'", "'gelu'")]
+
+
+def test_equinox_filter_jit_names_static_fields_and_python_values_by_the_users_paths():
+    eqx = pytest.importorskip("equinox")
+    block = _Eqx.module()
+
+    @eqx.filter_jit
+    def run(m, x, n):
+        return m.w * x * n
+
+    m = block(jnp.ones(3), "relu")
+    with recompile_cli.record() as rec:
+        run(m, jnp.ones(3), 2)
+        run(m, jnp.ones(3), 3)  # a Python int: static under filter_jit
+        run(block(jnp.ones(3), "gelu"), jnp.ones(3), 3)
+        run(block(jnp.ones(3), "gelu"), 2.0, 3)  # an array became a Python float
+    assert causes(rec, "run")[1:] == [
+        [("static_value", "n", "2", "3")],
+        [("tree_structure", "m.act", "'relu'", "'gelu'")],
+        [("static_value", "x", "f32[3]", "2.0")],
+    ]
+
+
+# -- 13. a compile that reuses a trace made inside another jit ------------------------------------
+def test_a_compile_reusing_a_trace_from_inside_another_jit_compares_with_what_compiled():
+    @jax.jit
+    def inner(x):
+        return x * 2
+
+    @jax.jit
+    def outer(x):
+        return inner(x) + 1
+
+    with recompile_cli.record() as rec:
+        inner(jnp.ones(3))
+        outer(jnp.ones(4))
+        outer(jnp.ones(5))
+        inner(jnp.ones(5))  # JAX reuses the trace made inside outer, and compiles it
+    events = [e for e in rec.session.events if e.function == "inner"]
+    assert [(e.depth, e.traced, e.compiled) for e in events] == [
+        (0, True, True), (1, True, False), (1, True, False), (0, False, True)]
+    assert causes(rec, "inner")[3] == [("shape", "x", "f32[3]", "f32[5]")]  # not f32[4]
