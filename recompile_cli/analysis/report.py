@@ -155,7 +155,8 @@ def analyse(session: Session) -> Report:
     totals and the suggestions."""
     causes = explain_by_process(session.events, session.base_context)
     return Report(session, causes, _functions(session, causes), _cause_table(session, causes),
-                  _totals(session, causes), tuple(suggest(session.events, causes, session.calls)))
+                  _totals(session, causes), tuple(suggest(session.events, causes, session.calls,
+                                        session.target_exception)))
 
 
 def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:

@@ -10,6 +10,7 @@ Advice on a trace that raised is made here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +19,7 @@ from recompile_cli.analysis import predict
 from recompile_cli.analysis.causes import Cause
 from recompile_cli.analysis.groups import Group
 from recompile_cli.analysis.rules import PER_FUNCTION, advise
+from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.model import CauseCode, Event, Owner, function_key
 
 
@@ -25,6 +27,7 @@ class SuggestionCode(StrEnum):
     """The code of a suggestion that answers no cause (the others carry their ``CauseCode``)."""
 
     TRACE_ERROR = "trace_error"  # a trace raised, e.g. a concretization error
+    UNHASHABLE_STATIC = "unhashable_static"  # JAX refused a static argument it cannot hash
 
 
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",
@@ -50,9 +53,14 @@ class _Function:
 
 
 def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
-            calls: dict[str, int] | None = None) -> Iterator[Suggestion]:
-    """The advice for the user's top-level re-compilations and failed traces; ``calls``
-    (function key -> calls, where counted) weighs what padding costs."""
+            calls: dict[str, int] | None = None, raised: str | None = None
+            ) -> Iterator[Suggestion]:
+    """The advice for the user's top-level re-compilations and failed traces, and for what the
+    target ``raised`` where JAX refused it; ``calls`` (function key -> calls, where counted)
+    weighs what padding costs."""
+    unhashable = _unhashable_static(raised)
+    if unhashable is not None:
+        yield unhashable
     errors, found = gather(events, causes, calls)
     for (name, argument), event in errors.items():
         yield _trace_error(name, argument, event)
@@ -132,3 +140,23 @@ def _change_text(cause: Cause) -> str:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_UNHASHABLE = re.compile(r"Non-hashable static arguments are not supported\. An error occurred "
+                         r"while trying to hash an object of type <class '([^']+)'>, (.*?)\. "
+                         r"The error was", re.DOTALL)
+
+
+def _unhashable_static(raised: str | None) -> Suggestion | None:
+    """Advice for JAX's refusal of an unhashable static argument. JAX raises it in C++ before
+    any hook runs, and its message names the value and its type, not the argument."""
+    found = _UNHASHABLE.search(raised or "")
+    if found is None:
+        return None
+    kind, value = found.group(1), shown(found.group(2), 60)
+    return Suggestion("(a jitted call)", SuggestionCode.UNHASHABLE_STATIC, (
+        f"a static argument is not hashable, or holds a value that is not: a `{kind}` "
+        f"(`{value}`). JAX hashes static "
+        "arguments to find the compiled program: pass a hashable value instead (a tuple for a "
+        "list, a frozen dataclass or NamedTuple for a dict or a mutable object). JAX's error "
+        "names the value, not the argument."))

@@ -24,6 +24,7 @@ adapter evens out so that every version reports the same top-level traces.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
 import re
@@ -243,10 +244,17 @@ def trace_context() -> dict[str, str]:
             return last[2]
     except Exception:  # a value whose == raises: describe it afresh
         pass
-    text = {name: signatures.full_repr(value)
-            for name, value in zip(names, values, strict=False)}
+    text = {name: _context_text(value) for name, value in zip(names, values, strict=False)}
     _remember_context(names, tuple(values), text)
     return text
+
+
+def _context_text(value: Any) -> str:
+    """A context value as the user sets it: an enum by its value (``'strict'``, what
+    ``jax.numpy_dtype_promotion("strict")`` took), anything else in full."""
+    if isinstance(value, enum.Enum):
+        return signatures.full_repr(value.value)
+    return signatures.full_repr(value)
 
 
 _LAST_CONTEXT: tuple[Any, tuple[Any, ...], dict[str, str]] | None = None

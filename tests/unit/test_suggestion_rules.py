@@ -568,3 +568,18 @@ def test_only_the_users_top_level_functions():
         event(sig(x=X3), function="inner", depth=1),
         event(sig(x=leaf("f32", 4)), function="inner", depth=1))
     assert [(s.function, s.code) for s in found] == [("f", "shape")]
+
+
+def test_an_unhashable_static_argument_gets_advice_and_other_errors_none():
+    """JAX refuses an unhashable static in C++ before any hook: the advice comes from its
+    message, which names the value and its type (not the argument)."""
+    from recompile_cli.analysis.suggest import SuggestionCode, suggest
+
+    raised = ("the recorded block raised ValueError at prog.py:9: Non-hashable static arguments "
+              "are not supported. An error occurred while trying to hash an object of type "
+              "<class 'list'>, [1, 2]. The error was")
+    [advice] = suggest([], {}, None, raised)
+    assert advice.code == SuggestionCode.UNHASHABLE_STATIC
+    assert "a `list` (`[1, 2]`)" in advice.message and "a tuple for a list" in advice.message
+    assert list(suggest([], {}, None, "the recorded block raised ValueError: bad shape")) == []
+    assert list(suggest([], {}, None, None)) == []
