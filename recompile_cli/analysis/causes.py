@@ -48,7 +48,7 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
     compiled: set[str] = set()  # functions compiled already
     top: set[str] = set()  # functions with a top-level event already
     traces: dict[str, list[Event]] = {}  # successful traces per function, in order
-    built: dict[str, SignatureIndex] = {}  # the signatures compiled, per function
+    built: dict[str, _Compiled] = {}  # the signatures compiled, per function
     out: dict[int, tuple[Cause, ...]] = {}
     # function_key and owner, once per function: the user's jit of a library's function
     # (jax.jit(jnp.sin)) and that library's own jit of it are two caches, compared apart
@@ -88,8 +88,8 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             if event.signature is not None and (reused is not None or (
                     event.traced and event.error is None)):
                 if key not in built:
-                    built[key] = SignatureIndex(base_context)
-                built[key].add(event.signature)
+                    built[key] = _Compiled()
+                built[key].signatures.append(event.signature)
         if event.compiled or (event.traced and event.error is None):
             done_before.add(key)
         if event.traced and event.error is None and event.signature is not None:
@@ -111,14 +111,33 @@ def _earlier_trace(event: Event, traces: list[Event]) -> Event | None:
     return None
 
 
-def _against_compiled(event: Event, built: SignatureIndex | None, base_context: dict[str, str]
+class _Compiled:
+    """The signatures one function compiled, in order; indexed only when a compile that reuses
+    an earlier trace asks for the closest of them (rare: every other miss uses the index of
+    traces), so that recording them costs one append."""
+
+    __slots__ = ("index", "signatures")
+
+    def __init__(self) -> None:
+        self.signatures: list[Signature] = []
+        self.index: SignatureIndex | None = None
+
+    def nearest(self, sig: Signature, base_context: dict[str, str]) -> Signature:
+        if self.index is None:
+            self.index = SignatureIndex(base_context)
+        for added in self.signatures[len(self.index):]:
+            self.index.add(added)
+        return self.signatures[self.index.nearest(sig)]
+
+
+def _against_compiled(event: Event, built: _Compiled | None, base_context: dict[str, str]
                       ) -> tuple[Cause, ...]:
     """The causes of a compile that reuses an earlier trace, against what was compiled before
     (not against traces that never compiled on their own: a shape seen only inside another jit
     was never compiled for this function). Empty when nothing compiled has a signature."""
     if built is None or event.signature is None or not built.signatures:
         return ()
-    old = built.signatures[built.nearest(event.signature)]
+    old = built.nearest(event.signature, base_context)
     return tuple(diff_signatures(event.signature, old, base_context)) or (
         Cause(CauseCode.UNKNOWN, detail="same signature as an earlier compile: JAX's caches "
               "were cleared or the entry was evicted"),)

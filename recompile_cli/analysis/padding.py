@@ -110,16 +110,18 @@ def cost(g: Group, axis: list[tuple[str, int]], bucket: dict[int, int],
     dims: dict[str, list[int]] = {}
     for path, dim in axis:
         dims.setdefault(path, []).append(dim)
+    columns = [(g.table.leaves(path), frozenset(path_dims)) for path, path_dims in dims.items()]
     for row in range(g.compiles):
         r = p = 0
-        for path, path_dims in dims.items():
-            value = g.table.leaves(path)[row]
+        for values, padded_dims in columns:
+            value = values[row]
             if value is None:
                 continue
             shape = value[0]
-            padded = [bucket.get(n, n) if d in path_dims else n for d, n in enumerate(shape)]
-            r += math.prod(shape)
-            p += math.prod(padded) - math.prod(shape)
+            size = math.prod(shape)
+            r += size
+            p += math.prod([bucket.get(n, n) if d in padded_dims else n
+                            for d, n in enumerate(shape)]) - size
         real.append(r)
         extra.append(p)
     ratios = [p / r for p, r in zip(extra, real, strict=True) if r]

@@ -9,6 +9,7 @@ them through here. Pure text functions, apart from the current folder that ``rel
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class Location:
     function: str | None = None
 
 
+@functools.lru_cache(maxsize=4096)  # a run names a few hundred locations, again and again
 def parse(text: str | None) -> Location | None:
     """The parts of ``path:line`` or ``path:line (function)``; None for anything else."""
     match = _LOCATION.fullmatch(text) if text else None
