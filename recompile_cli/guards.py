@@ -200,10 +200,14 @@ class Guard:
             return
         module_globals = user_frame.f_globals
         registry = module_globals.setdefault("__warningregistry__", {})
+        # A script run by runpy (python -m recompile_cli.guards) has no __spec__.loader, which
+        # Python 3.13's warn_explicit refuses with a ValueError: its source is read by name.
+        spec = module_globals.get("__spec__")
+        source = module_globals if getattr(spec, "loader", None) is not None else None
         warnings.warn_explicit(RecompileWarning(violation), RecompileWarning,
                                user_frame.f_code.co_filename, user_frame.f_lineno,
                                module=module_globals.get("__name__", "__main__"),
-                               registry=registry, module_globals=module_globals)
+                               registry=registry, module_globals=source)
 
 
 class _Watch:

@@ -206,6 +206,7 @@ def test_nested_consequences_and_library_owners_are_not_separate_problems(
     (lib / "__init__.py").write_text(
         "import jax\n@jax.jit\ndef helper(x):\n    return x * 2\n")
     monkeypatch.syspath_prepend(str(lib.parent))
+    monkeypatch.delitem(sys.modules, "fakelib", raising=False)  # another test's fakelib
     result, report = record("""
         import jax, jax.numpy as jnp, fakelib
         @jax.jit

@@ -5,6 +5,7 @@ your functions before JAX's, and paths below the working folder are relative."""
 from __future__ import annotations
 
 import re
+import sys
 
 from helpers import user_events
 from jax_support import requires_private_hooks
@@ -50,6 +51,7 @@ def test_a_library_function_that_did_not_compile_is_in_no_count(
         "def warm(x):\n"
         "    return helper.trace(x)  # traced, nothing compiled\n")
     monkeypatch.syspath_prepend(str(lib.parent))
+    monkeypatch.delitem(sys.modules, "fakelib", raising=False)  # another test's fakelib
     result, report = _run(cli, program, tmp_path, """
         import jax, jax.numpy as jnp, fakelib
         @jax.jit
