@@ -93,7 +93,9 @@ def table() -> str:
                        CODE_LABELS[found.code] + ("+" if found.advice is not None else ""))
         lines.append(f"| {ROW_LABELS[change]} | " + " | ".join(row) + " |")
     legend = "; ".join(f"`{short}` {what}" for short, what in CONTAINERS.values())
-    codes = ", ".join(f"`{label}` {code or 'the call raises; the advice names the argument'}"
+    refused = ("JAX refuses the call (its error names the unhashable value and type, not the "
+               "argument, and so does the advice)")
+    codes = ", ".join(f"`{label}` {code or refused}"
                       for code, label in CODE_LABELS.items() if label != code)
     return "\n".join([*lines, "", f"Columns: {legend}.", "",
                       f"Cause codes: {codes}; `+` with advice; `-` cannot occur."])
