@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -362,3 +363,20 @@ def test_an_aot_compile_without_a_location_renders_in_every_format(cli, program,
     if fmt == "json":
         compiled = [e for e in json.loads(result.stdout)["events"] if e["compiled"]]
         assert {e["function"] for e in compiled} >= {"f", "step"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_outputs_to_a_device_are_written_through_and_a_full_device_is_exit_2(cli, fmt):
+    """As root, replacing /dev/null with a regular file would break every program on the
+    machine: a device is written, never replaced; one that cannot take the text (/dev/full)
+    is exit 2 with the reason, and the report is still printed."""
+    before = os.stat("/dev/null")
+    result = cli("report", DATA / "session.json", "--output", "/dev/null", "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+    if os.path.exists("/dev/full"):
+        result = cli("report", DATA / "session.json", "--output", "/dev/full", "--format", fmt)
+        assert result.exit_code == 2 and "/dev/full" in result.stderr, result.stderr
+        assert "No space left on device" in result.stderr
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
