@@ -20,13 +20,15 @@ JAX is imported when a recording starts, and pandas only when a DataFrame is ask
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from recompile_cli import options
 from recompile_cli.session.files import load_session, save_session
 from recompile_cli.session.model import CauseCode, HookMode, Owner, Session
 
@@ -142,7 +144,8 @@ class RecompileReport:
         return [str(self.report.primary(e).code) for e in self.session.events
                 if e.function == function and e.depth == 0]
 
-    def check(self, max_compiles: int | None = None, fail_on: Sequence[CauseCode] = (),
+    def check(self, max_compiles: int | None = None,
+              fail_on: str | Iterable[str | CauseCode] = (),
               **per_function: int) -> RecompileReport:
         """This report with a gate evaluated on it (the same evaluator as ``--max-compiles``,
         ``--fail-on`` and the budget file); violations are listed in ``.violations`` and shown
@@ -150,12 +153,13 @@ class RecompileReport:
 
         Args:
             max_compiles: a limit on the compiles of every user function.
-            fail_on: cause codes that fail wherever they occur (``CauseCode`` members or
-                their values, e.g. ``"shape"``).
+            fail_on: cause codes that fail wherever they occur: one (``"shape"``), a
+                comma-separated text or a list (``CauseCode`` members or their values).
             **per_function: a limit per function name or glob, e.g. ``train_step=1``.
 
         Raises:
             ValueError: a limit that is not a non-negative integer, or an unknown cause code.
+            TypeError: ``fail_on`` that is neither a text nor a list.
         """
         from recompile_cli.gate.evaluate import Gated, evaluate
 
@@ -200,7 +204,7 @@ class RecompileReport:
 
 
 def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None = None,
-                   fail_on: Sequence[CauseCode] = ()) -> Gates:
+                   fail_on: str | Iterable[str | CauseCode] = ()) -> Gates:
     """The gates of ``max_compiles=N`` and ``name=N`` limits on your functions (globs allowed
     in names), as ``RecompileReport.check`` and the pytest marker apply them.
 
@@ -220,7 +224,7 @@ def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None
                              "function_name=N, globs allowed)")
     budgets = tuple(Budget(name, max_compiles=limit) for name, limit in per_function.items())
     return Gates(budgets=budgets, max_compiles=max_compiles,
-                 fail_on=tuple(CauseCode(code) for code in fail_on),
+                 fail_on=options.cause_codes(fail_on, "fail_on"),
                  budget_owners=(Owner.USER,))
 
 
@@ -229,6 +233,11 @@ def analyse(session: Session) -> RecompileReport:
     totals, the cost-ranked cause table and suggestions, as the command line reports them."""
     from recompile_cli.analysis.report import analyse as analyse_session
 
+    if not isinstance(session, Session):
+        hint = (f" (a path? load it first: recompile_cli.load_session({session!r}))"
+                if isinstance(session, (str, os.PathLike)) else "")
+        raise TypeError(f"analyse() takes a Session, from record() or load_session(path); got "
+                        f"{type(session).__name__}{hint}")
     return RecompileReport(analyse_session(session))
 
 

@@ -40,6 +40,9 @@ class GuardConfig:
     def __post_init__(self) -> None:
         if self.on not in _MODES:
             raise ValueError(f"on={self.on!r}: use one of {', '.join(_MODES)}")
+        if isinstance(self.max_compiles, Mapping) and not self.max_compiles:
+            raise ValueError("max_compiles={}: an empty mapping guards nothing; give a limit "
+                             "for every function (max_compiles=1) or globs ({'train_*': 1})")
         limits = (self.max_compiles.values() if isinstance(self.max_compiles, Mapping)
                   else [self.max_compiles])
         for value in [*limits, self.warmup_calls]:

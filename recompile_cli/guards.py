@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from recompile_cli import guard_config
+from recompile_cli import guard_config, options
 from recompile_cli.capture import frames
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.exits import ExitCode
@@ -355,7 +355,7 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
         A ``Guard``, installed when the ``with`` block starts.
     """
     return Guard(GuardConfig(max_compiles=_limits(max_compiles), warmup_calls=warmup_calls,
-                             on=on, functions=None if functions is None else tuple(functions)))
+                             on=on, functions=options.names(functions, "functions")))
 
 
 def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
@@ -376,7 +376,7 @@ def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
     if on is not None:
         changes["on"] = on
     if functions is not None:
-        changes["functions"] = tuple(functions)
+        changes["functions"] = options.names(functions, "functions")
     if changes:
         changes["enabled"] = True
     return Guard(replace(config, **changes)).install()

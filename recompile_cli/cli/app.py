@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recompile_cli import exits
+from recompile_cli import exits, options
 from recompile_cli.cli import merge_command, output
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
 from recompile_cli.errors import RecompileError
@@ -345,13 +345,10 @@ def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]
 
 
 def _cause_codes(text: str | None) -> tuple[CauseCode, ...]:
-    codes = [c.strip() for c in (text or "").split(",") if c.strip()]
-    known = [code.value for code in CauseCode]
-    unknown = [c for c in codes if c not in known]
-    if unknown:
-        raise RecompileError(f"--fail-on: unknown cause code(s) {', '.join(unknown)}; use "
-                             f"{', '.join(known)}.")
-    return tuple(map(CauseCode, codes))
+    try:
+        return options.cause_codes(text, "--fail-on")
+    except ValueError as exc:
+        raise RecompileError(f"{exc}.") from None
 
 
 def main() -> None:

@@ -211,3 +211,27 @@ def test_public_only_hook_mode():
         two_shapes()
     assert rec.session.environment.hook_mode == "public-only"
     assert rec.report.totals["compiles"] >= 2
+
+
+@requires_private_hooks
+def test_one_name_where_a_list_is_expected_is_one_item_not_its_characters():
+    """check(fail_on="shape") gates on shape (it used to match nothing: 's', 'h', ...), and
+    guard(functions="train_step") guards train_step (it used to guard one-letter globs)."""
+
+    @jax.jit
+    def train_step(x):
+        return x * 2
+
+    with recompile_cli.record() as rec:
+        train_step(jnp.ones(2))
+        train_step(jnp.ones(3))
+    gated = rec.report.check(fail_on="shape")
+    assert [str(v.rule) for v in gated.violations] == ["fail_on"]
+    with pytest.raises(ValueError, match="fail_on: unknown cause code"):
+        rec.report.check(fail_on=["bogus"])
+    with pytest.raises(TypeError, match="analyse\\(\\) takes a Session"):
+        recompile_cli.analyse("run.json")
+    with pytest.raises(recompile_cli.RecompileLimitExceeded), \
+            recompile_cli.guard(max_compiles=1, on="raise", functions="train_step"):
+        train_step(jnp.ones(4))
+        train_step(jnp.ones(5))
