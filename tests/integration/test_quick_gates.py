@@ -24,7 +24,7 @@ def test_quick_gates_on_profile(cli, project):
     assert result.exit_code == 1 and "1 event(s) with cause shape" in result.stdout
     assert cli("profile", target, "--args", spec, "--fail-on", "weak_type").exit_code == 0
     result = cli("profile", target, "--args", spec, "--fail-on", "bogus")
-    assert result.exit_code == 2 and "unknown cause code(s) bogus" in result.stderr
+    assert result.exit_code == 2 and "unknown cause code(s) 'bogus'" in result.stderr
 
 
 @requires_private_hooks
