@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from recompile_cli.analysis.causes import Cause, explain_events
+from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes import explain_events
 from recompile_cli.analysis.report import Report, analyse
 from recompile_cli.session.model import (
     Change,

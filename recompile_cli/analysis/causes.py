@@ -32,8 +32,8 @@ from recompile_cli.session.model import (
 )
 
 # the words of a detail that advice keys on (defined in ``static_causes``)
-__all__ = ["AUX_DATA", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL", "STATIC_FIELD", "Cause",
-           "SignatureIndex", "diff_signatures", "explain_events"]
+__all__ = ["AUX_DATA", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL", "STATIC_FIELD",
+           "diff_signatures", "explain_events"]
 
 
 def explain_events(events: Iterable[Event], base_context: dict[str, str]

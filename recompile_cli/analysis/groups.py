@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from recompile_cli.analysis import predict
-from recompile_cli.analysis.causes import Cause
+from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature
 from recompile_cli.session.structures import node_map

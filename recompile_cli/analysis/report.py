@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
-from recompile_cli.analysis.causes import Cause
+from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.merge import explain_by_process
 from recompile_cli.analysis.suggest import Suggestion, suggest
 from recompile_cli.analysis.tally import Tally, tally

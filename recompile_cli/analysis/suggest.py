@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recompile_cli.analysis import predict
-from recompile_cli.analysis.causes import Cause
+from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.groups import Group
 from recompile_cli.analysis.rules import PER_FUNCTION, advise
 from recompile_cli.analysis.shorten import shown

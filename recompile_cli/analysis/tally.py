@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from recompile_cli.analysis.causes import Cause
+from recompile_cli.analysis.cause import Cause
 from recompile_cli.session.model import CauseCode, Event
 
 

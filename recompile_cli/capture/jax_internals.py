@@ -227,6 +227,14 @@ def _timed_fun_name(frame: Any, depth: int = 8) -> str | None:
     return None
 
 
+# JAX's files between a jitted function's caller and its trace: the jit call path (C++
+# dispatch -> pjit.cache_miss -> _infer_params), AOT .lower()/.trace(), and the function
+# transformations (vmap, grad, eval_shape) that call a jitted function for the user (read on
+# JAX 0.10.2; a file missing from the list only makes such a caller not the user's).
+JIT_CALL_PATH_FILES = frozenset({"pjit.py", "traceback_util.py", "stages.py", "api.py",
+                                 "api_util.py", "linear_util.py", "batching.py", "ad.py"})
+
+
 def trace_context() -> dict[str, str]:
     """The current tracing context (config values and context managers) as name -> text,
     values in full (``signatures.full_repr``).

@@ -29,18 +29,13 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli.capture import frames
+from recompile_cli.capture.jax_internals import JIT_CALL_PATH_FILES
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import FunctionKind, Owner
 
 if TYPE_CHECKING:
     from recompile_cli.capture.signatures import TraceInfo
 
-# JAX's files between a jitted function's caller and its trace: the jit call path (C++
-# dispatch -> pjit.cache_miss -> _infer_params), AOT .lower()/.trace(), and the function
-# transformations (vmap, grad, eval_shape) that call a jitted function for the user
-# (read on JAX 0.10.2; a file missing from the list only makes such a caller not the user).
-_JIT_PATH = frozenset({"pjit.py", "traceback_util.py", "stages.py", "api.py", "api_util.py",
-                       "linear_util.py", "batching.py", "ad.py"})
 _PACKAGE = re.compile(r"^(.*?[/\\](?:site|dist)-packages[/\\][^/\\]+)")
 
 
@@ -136,7 +131,8 @@ def jit_caller(frame: types.FrameType | None, skip_dir: str | None = None
 
 @functools.lru_cache(maxsize=1024)
 def _on_jit_path(path: str) -> bool:
-    return os.path.basename(path) in _JIT_PATH and frames.owner_of(path) == Owner.JAX
+    return (os.path.basename(path) in JIT_CALL_PATH_FILES
+            and frames.owner_of(path) == Owner.JAX)
 
 
 def wrapper_dir(fun: Any, defined_at: str | None) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -163,7 +163,7 @@ def decode_session(data: bytes, source: str) -> Session:
     return document.session()
 
 
-def _explain_failure(data: bytes, source: str, exc: Exception) -> Any:
+def _explain_failure(data: bytes, source: str, exc: Exception) -> NoReturn:
     """Raise the ``SessionFileError`` for a document that did not decode: not JSON, not a
     session, another schema version, or the first wrong field."""
     probe = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -97,8 +97,7 @@ def _session_from_log(data: bytes, source: str) -> Session:
                                "short: nothing was recorded. Record the run again.")
     number, header = records[0]
     if not isinstance(header, codec.LogHeader):
-        _not_a_header(lines[number - 1], source, number)
-    assert isinstance(header, codec.LogHeader)
+        _not_a_header(source, number)
     codec.check_version(header.schema_version, source)
     events: dict[int, Event] = {}
     end: codec.LogEnd | None = None
@@ -128,7 +127,7 @@ def _session_from_log(data: bytes, source: str) -> Session:
 
 
 def _record_error(exc: msgspec.ValidationError, line: bytes, number: int, source: str,
-                  first: bool) -> None:
+                  first: bool) -> NoReturn:
     """Raise the ``SessionFileError`` for a JSON line that is not a valid record."""
     try:  # a tagged record is refused by its tag before the rest of the line is read
         kind = msgspec.json.decode(line)
@@ -137,7 +136,7 @@ def _record_error(exc: msgspec.ValidationError, line: bytes, number: int, source
                                f"({codec.reason(error, line)}). {_LOG_ADVICE}.") from None
     kind = kind.get("type") if isinstance(kind, dict) else None
     if first and kind != "header":
-        _not_a_header(line, source, number)
+        _not_a_header(source, number)
     if kind not in ("header", "event", "end"):
         raise SessionFileError(f"{source}, line {number}: not an event or end record (type "
                                f"{kind!r}). {_LOG_ADVICE}.")
@@ -145,7 +144,7 @@ def _record_error(exc: msgspec.ValidationError, line: bytes, number: int, source
                                              _LOG_ADVICE)) from None
 
 
-def _not_a_header(line: bytes, source: str, number: int = 1) -> None:
+def _not_a_header(source: str, number: int) -> NoReturn:
     raise SessionFileError(f"{source}, line {number}: the events log does not start with its "
                            "header record ({\"type\": \"header\", ...}). Pass a file written "
                            "by --events-log.")
