@@ -9,7 +9,9 @@ No JAX: the analysis works on ``recompile_cli.session.model`` data only. ``tests
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import replace
+from pathlib import Path
 
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import explain_events
@@ -191,3 +193,10 @@ def many_rows_report() -> Report:
                                     call_site=f"/p/main.py:{line}"))
             seq += 1
     return analyse(session(events))
+
+
+def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    """``text`` (dedented) written to ``tmp_path / name``: a spec or budget file for a test."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path

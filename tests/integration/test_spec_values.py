@@ -4,12 +4,12 @@ checking spec files: ``tests/unit/test_spec.py`` and ``tests/unit/test_inputs.py
 
 from __future__ import annotations
 
-import textwrap
 import tracemalloc
 
 import jax
 import numpy as np
 import pytest
+from builders import write
 
 from recompile_cli.capture.loader import resolver
 from recompile_cli.inputs.spec import (
@@ -23,12 +23,6 @@ from recompile_cli.inputs.spec import (
     load_spec,
     materialize,
 )
-
-
-def write(tmp_path, text, name="spec.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_value_forms(tmp_path):

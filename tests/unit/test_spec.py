@@ -4,9 +4,8 @@ error. (The values built for real, JAX arrays among them, are tested in
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
+from builders import write
 
 from recompile_cli.errors import SpecError
 from recompile_cli.inputs.spec import (
@@ -15,12 +14,6 @@ from recompile_cli.inputs.spec import (
     Fill,
     load_spec,
 )
-
-
-def write(tmp_path, text, name="spec.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_issue_example_expands_repeat_and_sweeps(tmp_path):
