@@ -5,6 +5,12 @@ codes" table) and ``exit_code`` decides which one wins. Ctrl-C arrives as ``Keyb
 SIGTERM, while ``sigterm_raises`` is in force, as ``Terminated``; ``interruption_code`` maps
 either to its code (130, 143) and ``interruption_text`` to its words. ``deferred_signals``
 holds both while a report is written, so that an interruption never loses what was recorded.
+
+The command line calls ``defer_signals`` before anything else: from then on Ctrl-C and SIGTERM
+never interrupt the tool's own start (imports, which C extensions turn into ``ImportError``)
+or finish; a signal waits, and is raised before a target starts (``raise_pending``: it does
+not start), taken into the report's exit code (``deferred_signals``), or ends the command
+(``pending_code``). While the target runs (``sigterm_raises``) both raise at once.
 Signal handlers can only be set from the main thread: elsewhere these helpers change nothing.
 """
 
@@ -13,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -25,7 +31,8 @@ class ExitCode(IntEnum):
     OK = 0  # ran, and every gate held
     GATE = 1  # a gate failed
     BAD_INPUT = 2  # bad input (target, spec, file, flag) or an output that could not be written
-    TARGET_RAISED = 3  # the profiled target raised or exited non-zero
+    TARGET_RAISED = 3  # the profiled target raised or exited non-zero; also when run
+    # --check-hosts stopped every process of a job whose processes compiled different programs
     SIGINT = 130  # interrupted by Ctrl-C
     SIGTERM = 143  # terminated by SIGTERM
 
@@ -69,6 +76,41 @@ def _terminate(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+_pending: list[ExitCode] = []  # the code of a signal deferred by ``_defer``, not yet taken
+
+
+def _defer(signum: int, frame: Any) -> None:
+    if not _pending:
+        _pending.append(_CODES[signal.Signals(signum)])
+
+
+def defer_signals(early: Sequence[int] = ()) -> None:
+    """The command line's first act (main thread): Ctrl-C and SIGTERM no longer interrupt
+    the tool itself; the first one (or the first of ``early``, signals noted before this
+    module was imported) waits for ``raise_pending``, ``deferred_signals`` or
+    ``pending_code``. For the whole process: only the command line calls it."""
+    if _in_main_thread():
+        for sig in _CODES:
+            signal.signal(sig, _defer)
+    for signum in early[:1]:
+        _defer(signum, None)
+
+
+def pending_code() -> ExitCode | None:
+    """The code (130, 143) of a deferred signal that nothing took, taken now; else None."""
+    return _pending.pop() if _pending else None
+
+
+def raise_pending() -> None:
+    """Raise the interruption of a deferred signal now (``KeyboardInterrupt``, ``Terminated``),
+    e.g. before a target starts, so that it does not start."""
+    code = pending_code()
+    if code == ExitCode.SIGTERM:
+        raise Terminated()
+    if code == ExitCode.SIGINT:
+        raise KeyboardInterrupt()
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -81,12 +123,14 @@ def _restore(previous: dict[signal.Signals, Any]) -> None:
 
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """While the block runs, SIGTERM raises ``Terminated`` (main thread only); the previous
-    handler comes back afterwards."""
+    """While the block runs (the target), SIGTERM raises ``Terminated`` and Ctrl-C
+    ``KeyboardInterrupt`` (main thread only); the previous handlers come back afterwards."""
     if not _in_main_thread():
         yield
         return
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    if signal.getsignal(signal.SIGINT) is _defer:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
@@ -104,8 +148,8 @@ class Received:
 def deferred_signals() -> Iterator[Received]:
     """Hold Ctrl-C and SIGTERM while the block runs (the report is analysed, printed and
     written), so that an interruption never loses what was recorded; ``received.code`` is then
-    130 or 143, the first signal's."""
-    received = Received()
+    130 or 143, the first signal's (a deferred one included)."""
+    received = Received(pending_code())
     if not _in_main_thread():
         yield received
         return

@@ -4,9 +4,13 @@
 
     RECOMPILE_CLI_GUARD = MODE [":" ITEM ("," ITEM)*]
     MODE = warn | raise | log | off
-    ITEM = N                    every user function: at most N compiles (default 1)
+    ITEM = N                    every user function: at most N compiles (default 1; with
+                                GLOB items, your functions that match no GLOB)
          | GLOB "=" N           functions whose name matches GLOB: at most N compiles
+                                (with GLOB items and no N, only matching functions are guarded)
          | "warmup_calls=" N    compiles during a function's first N calls are not counted
+         | "check_hosts=" N     in a multi-process job, check at each compile that every
+                                process compiles the same program (wait N s for them)
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from recompile_cli import options
 from recompile_cli.session.model import Owner
 
 ENV_VAR = "RECOMPILE_CLI_GUARD"
@@ -29,26 +34,35 @@ _MODES = ("warn", "raise", "log")
 @dataclass(frozen=True, slots=True)
 class GuardConfig:
     """What a guard checks (see ``guard``); ``parse_guard_spec`` makes one from the
-    environment variable's syntax."""
+    environment variable's syntax. Every value is checked by ``recompile_cli.options``, as the
+    other front doors check theirs (a ``TypeError``/``ValueError`` naming the parameter).
+
+    ``other_limit``: with a mapping of globs, the limit of your functions that match no glob
+    (``RECOMPILE_CLI_GUARD=raise:2,train_*=1``); None guards only the matching functions.
+
+    ``host_timeout``: check the processes of a ``jax.distributed`` job against each other at
+    each compile, waiting this many seconds for them (``recompile_cli.host_guard``); None: no.
+    """
 
     max_compiles: int | Mapping[str, int] = 1
     warmup_calls: int = 0
     on: Mode = "warn"
     functions: tuple[str, ...] | None = None
     enabled: bool = True
+    other_limit: int | None = None
+    host_timeout: float | None = None
 
     def __post_init__(self) -> None:
-        if self.on not in _MODES:
-            raise ValueError(f"on={self.on!r}: use one of {', '.join(_MODES)}")
-        if isinstance(self.max_compiles, Mapping) and not self.max_compiles:
-            raise ValueError("max_compiles={}: an empty mapping guards nothing; give a limit "
-                             "for every function (max_compiles=1) or globs ({'train_*': 1})")
-        limits = (self.max_compiles.values() if isinstance(self.max_compiles, Mapping)
-                  else [self.max_compiles])
-        for value in [*limits, self.warmup_calls]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{value!r} is not a limit: max_compiles and warmup_calls "
-                                 "are non-negative integers")
+        options.choice(self.on, "on", _MODES)
+        options.limits(self.max_compiles, "max_compiles")
+        options.limit(self.warmup_calls, "warmup_calls")
+        if self.other_limit is not None:
+            options.limit(self.other_limit, "max_compiles")
+        if self.host_timeout is not None:
+            options.host_timeout(self.host_timeout)
+        if self.functions is not None and not self.functions:
+            raise ValueError("functions=[]: an empty list guards nothing; leave it out to "
+                             "guard all your functions, or name some (functions='train_*')")
 
     def limit_of(self, name: str, owner: str) -> int | None:
         """The compile limit of the function ``name``, or None when it is not guarded.
@@ -62,12 +76,18 @@ class GuardConfig:
             for pattern, limit in self.max_compiles.items():
                 if fnmatch.fnmatchcase(name, pattern):
                     return limit
-            return None
+            return self.other_limit if owner == Owner.USER else None
         if self.functions is None:
             return self.max_compiles if owner == Owner.USER else None
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.functions):
             return self.max_compiles
         return None
+
+    def patterns(self) -> tuple[str, ...]:
+        """The globs the user named (``functions``, or the keys of ``max_compiles``)."""
+        if isinstance(self.max_compiles, Mapping):
+            return tuple(self.max_compiles)
+        return self.functions or ()
 
 
 _ITEM = re.compile(r"^(?:(?P<n>\d+)|(?P<glob>[^=]+)=(?P<limit>\d+))$")
@@ -88,9 +108,10 @@ def parse_guard_spec(text: str) -> GuardConfig:
         return GuardConfig(enabled=False)
     if mode not in _MODES:
         raise ValueError(_spec_error(text, f"unknown mode {mode!r}"))
-    max_compiles: int = 1
+    max_compiles: int | None = None
     globs: dict[str, int] = {}
     warmup = 0
+    hosts: float | None = None
     for item in filter(None, (part.strip() for part in items.split(","))):
         match = _ITEM.match(item)
         if match is None:
@@ -99,13 +120,30 @@ def parse_guard_spec(text: str) -> GuardConfig:
             max_compiles = int(match["n"])
         elif match["glob"].strip() == "warmup_calls":
             warmup = int(match["limit"])
+        elif match["glob"].strip() == "check_hosts":  # 0: off
+            hosts = _seconds(text, int(match["limit"])) or None
         else:
             globs[match["glob"].strip()] = int(match["limit"])
-    return GuardConfig(max_compiles=globs or max_compiles, warmup_calls=warmup,
-                       on=mode)  # type: ignore[arg-type]
+    if globs:  # a plain N next to globs limits your other functions
+        return GuardConfig(max_compiles=globs, warmup_calls=warmup, on=mode,  # type: ignore[arg-type]
+                           other_limit=max_compiles, host_timeout=hosts)
+    return GuardConfig(max_compiles=1 if max_compiles is None else max_compiles,
+                       warmup_calls=warmup, on=mode, host_timeout=hosts)  # type: ignore[arg-type]
+
+
+def _seconds(text: str, value: int) -> float:
+    """``check_hosts=N``'s seconds, checked as ``guard(host_timeout=...)`` checks them."""
+    if value == 0:
+        return 0.0
+    try:
+        return options.host_timeout(value, "check_hosts")
+    except ValueError as exc:
+        raise ValueError(_spec_error(text, str(exc))) from None
 
 
 def _spec_error(text: str, problem: str) -> str:
     return (f"{ENV_VAR}={text!r}: {problem}. Use MODE[:ITEM,...] with MODE warn, raise, log "
             "or off and ITEMs N (every function: at most N compiles), GLOB=N (functions "
-            "matching GLOB) or warmup_calls=N, e.g. raise:train_*=1,warmup_calls=2")
+            "matching GLOB), warmup_calls=N or check_hosts=N (in a multi-process job, check "
+            "that every process compiles the same program, waiting at most N seconds for "
+            "them), e.g. raise:train_*=1,warmup_calls=2")

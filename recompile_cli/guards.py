@@ -37,6 +37,15 @@ exception: calls are counted by wrapping the functions that are jitted while the
 installed (as ``recompile-cli run --count-calls`` does, ~1-3 us per call); a function jitted
 before, e.g. at import, is not counted, and its compiles count from the first.
 
+A guard that can no longer see compiles says so (``GuardBlindWarning``, a log record, or under
+``on="raise"`` ``GuardBlinded``): when the program removes the guard's ``jax.monitoring``
+listeners (``jax.monitoring.clear_event_listeners()``: at once, from that call; removed another
+way: at the next compile, or when the guard is removed), and the guard puts them back. A glob
+(``functions``, keys of ``max_compiles``) that matched no function warns
+``UnmatchedBudgetWarning`` when the guard is removed (also listed in ``Guard.unmatched``).
+Nesting the same guard object (``with g: with g:``) is counted: the inner exit keeps it installed.
+Messages are one line with control characters shown as escapes (``guard_errors``).
+
 Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guards
 train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
 installed; ``install_guard()`` without arguments reads the same variable (its syntax is in
@@ -49,105 +58,68 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import types
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
 from recompile_cli import guard_config, options
-from recompile_cli.capture import frames
-from recompile_cli.capture.recorder import Recorder
 from recompile_cli.exits import ExitCode
 from recompile_cli.guard_config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
-from recompile_cli.session.model import Event, Session, function_key
+from recompile_cli.guard_errors import (
+    GuardBlinded,
+    GuardBlindWarning,
+    GuardViolation,
+    RecompileLimitExceeded,
+    RecompileWarning,
+    UnmatchedBudgetWarning,
+    inert,
+)
+from recompile_cli.guard_watch import Watch, arm, disarm
+from recompile_cli.session.model import Session
 
-__all__ = ["ENV_VAR", "Guard", "GuardConfig", "GuardViolation", "RecompileLimitExceeded",
-           "RecompileWarning", "guard", "install_guard", "main", "parse_guard_spec"]
+__all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
+           "GuardViolation", "RecompileLimitExceeded", "RecompileWarning",
+           "UnmatchedBudgetWarning", "guard", "install_guard", "main", "parse_guard_spec"]
 
 LOGGER_NAME = "recompile_cli.guard"
 logger = logging.getLogger(LOGGER_NAME)
-
-@dataclass(frozen=True, slots=True)
-class GuardViolation:
-    """One compile beyond a guarded function's limit, explained.
-
-    Attributes:
-        function: the function's name; ``defined_at`` its ``file:line``.
-        compiles: its compiles counted so far, this one included; ``limit`` the allowed number.
-        cause: the primary cause code (``shape``, ``dtype``, ``static_value``...), with the
-            ``argument`` and its value ``before`` -> ``after`` where known, and ``detail``.
-        call_site: ``file:line`` of the user's call that compiled.
-        suggestion: how to avoid it, where the analysis has one.
-        message: all of it in one paragraph, as warned, logged or raised.
-    """
-
-    function: str
-    defined_at: str | None
-    compiles: int
-    limit: int
-    cause: str
-    argument: str | None
-    before: str | None
-    after: str | None
-    detail: str
-    call_site: str | None
-    suggestion: str | None
-    message: str
-
-
-class RecompileWarning(UserWarning):
-    """Warned by ``guard(on="warn")`` when a function compiles beyond its limit.
-
-    ``.violation`` holds the ``GuardViolation``.
-    """
-
-    def __init__(self, violation: GuardViolation) -> None:
-        super().__init__(violation.message)
-        self.violation = violation
-
-
-class RecompileLimitExceeded(RuntimeError):
-    """Raised by ``guard(on="raise")`` from the jitted call that compiled beyond the limit.
-
-    ``.violation`` holds the ``GuardViolation``.
-    """
-
-    def __init__(self, violation: GuardViolation) -> None:
-        super().__init__(violation.message)
-        self.violation = violation
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.violation,))
 
 
 class Guard:
     """An installed (or installable) guard; ``guard()`` and ``install_guard()`` make one.
 
-    Use it as a context manager, or call ``install()`` / ``uninstall()``. ``violations`` lists
-    what it found; ``session()`` is everything its recorder saw, for ``recompile_cli.analyse``.
+    Use it as a context manager (nesting the same guard is counted: it stays installed until
+    the outermost ``with`` ends), or call ``install()`` / ``uninstall()``. ``violations`` lists
+    what it found, ``blind`` when it could not see compiles, ``unmatched`` the globs that
+    matched no function; ``session()`` is everything its recorder saw.
     """
 
     def __init__(self, config: GuardConfig) -> None:
         self.config = config
         self.violations: list[GuardViolation] = []
-        self._recorder: Recorder | None = None
-        self._stopped: Recorder | None = None  # the recorder of the last installation
+        self.blind: list[str] = []
+        self.unmatched: list[str] = []
+        self._watch: Watch | None = None
+        self._stopped: Watch | None = None  # the watch of the last installation
         self._counter: Any = None
+        self._depth = 0  # nested ``with`` blocks of this guard
 
     @property
     def installed(self) -> bool:
-        return self._recorder is not None
+        return self._watch is not None
 
     def install(self) -> Guard:
         """Start guarding (does nothing when the config is disabled or already installed)."""
-        if self._recorder is not None or not self.config.enabled:
+        if self._watch is not None or not self.config.enabled:
             return self
-        recorder = _Watch(self).recorder
+        watch = Watch(self)
+        recorder = watch.recorder
         recorder.start()
-        self._recorder = recorder
+        self._watch = watch
+        arm(watch)
         if self.config.warmup_calls:
             from recompile_cli.capture.counting import CallCounter
 
@@ -156,169 +128,115 @@ class Guard:
             self._counter.__enter__()
         return self
 
-    def uninstall(self) -> None:
-        """Stop guarding and restore JAX (and ``jax.jit`` when ``warmup_calls`` wrapped it)."""
-        recorder, self._recorder = self._recorder, None
+    def uninstall(self, *, raising: bool = True) -> None:
+        """Stop guarding and restore JAX (and ``jax.jit`` when ``warmup_calls`` wrapped it).
+
+        Reports what it notices only now: listeners the program removed (``GuardBlinded``
+        under ``on="raise"`` unless ``raising`` is False) and globs that matched nothing
+        (``UnmatchedBudgetWarning``)."""
+        watch, self._watch = self._watch, None
+        self._depth = 0
         if self._counter is not None:
             self._counter.__exit__(None, None, None)
             self._counter = None
-        if recorder is not None:
-            recorder.stop()
-            self._stopped = recorder
+        if watch is None:
+            return
+        disarm(watch)
+        if watch.hosts is not None:
+            watch.hosts.close()
+        blind = watch.pending_blind
+        if blind is None and not watch.listening():
+            blind = ("recompile-cli guard: the guard's jax.monitoring listeners were removed by "
+                     "the program while it was installed (noticed when the guard was removed); "
+                     "compiles after their removal were not counted")
+        watch.pending_blind = None
+        session = watch.recorder.stop()
+        self._stopped = watch
+        for pattern in watch.unmatched(session):
+            self._warn_unmatched(pattern)
+        if blind is not None:
+            self._blind(blind, None, raising=raising)
 
     def session(self) -> Session:
         """A frozen ``Session`` of what the guard recorded (so far, or until uninstalled)."""
-        recorder = self._recorder or self._stopped
-        if recorder is None:
+        watch = self._watch or self._stopped
+        if watch is None:
             raise RuntimeError("the guard was never installed")
+        recorder = watch.recorder
         return recorder.session if recorder.session is not None else recorder.snapshot()
 
     def __enter__(self) -> Guard:
-        return self.install()
+        if self._depth == 0 or not self.installed:
+            self.install()
+        self._depth += 1
+        return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.uninstall()
+        self._depth -= 1
+        if self._depth <= 0:
+            self.uninstall(raising=exc is None)
 
     def __repr__(self) -> str:
         state = "installed" if self.installed else "not installed"
         return f"<recompile_cli.Guard {state} {self.config!r}, {len(self.violations)} violations>"
 
-    # -- called by the recorder on the compiling thread --------------------------------------
+    # -- called by the watch on the compiling thread ---------------------------------------------
     def _act(self, violation: GuardViolation, user_frame: types.FrameType | None) -> None:
         self.violations.append(violation)
         mode = self.config.on
         if mode == "raise":
             raise RecompileLimitExceeded(violation)
         if mode == "log":
-            stacklevel = _stacklevel(user_frame)
             logger.warning("%s", violation.message, extra={"recompile": violation},
-                           stacklevel=stacklevel)
+                           stacklevel=_stacklevel(user_frame))
             return
-        if user_frame is None:
-            warnings.warn(RecompileWarning(violation), stacklevel=2)
+        _warn(RecompileWarning(violation), user_frame)
+
+    def _blind(self, message: str, user_frame: types.FrameType | None, *,
+               raising: bool = True) -> None:
+        """The guard could not see compiles for a while: say so (raise under ``on="raise"``)."""
+        message = inert(message)
+        self.blind.append(message)
+        mode = self.config.on
+        if mode == "raise" and raising:
+            raise GuardBlinded(message)
+        if mode == "log":
+            logger.warning("%s", message, stacklevel=_stacklevel(user_frame))
             return
-        module_globals = user_frame.f_globals
-        registry = module_globals.setdefault("__warningregistry__", {})
-        # A script run by runpy (python -m recompile_cli.guards) has no __spec__.loader, which
-        # Python 3.13's warn_explicit refuses with a ValueError: its source is read by name.
-        spec = module_globals.get("__spec__")
-        source = module_globals if getattr(spec, "loader", None) is not None else None
-        warnings.warn_explicit(RecompileWarning(violation), RecompileWarning,
-                               user_frame.f_code.co_filename, user_frame.f_lineno,
-                               module=module_globals.get("__name__", "__main__"),
-                               registry=registry, module_globals=source)
+        _warn(GuardBlindWarning(message), user_frame)
+
+    def _warn_unmatched(self, pattern: str) -> None:
+        message = inert(f"recompile-cli guard: the budget {pattern!r} matched no function that "
+                        "was traced or compiled while the guard was installed: it guarded "
+                        "nothing. Check the name (globs allowed, e.g. 'train_*').")
+        self.unmatched.append(message)
+        if self.config.on == "log":
+            logger.warning("%s", message)
+        else:
+            _warn(UnmatchedBudgetWarning(message), _outer_user_frame())
 
 
-class _Watch:
-    """The guard's ``on_compile`` callback: counts each top-level compile of a guarded function
-    and, beyond the limit, explains it with the CLI's analysis and acts, on the compiling
-    thread, inside the user's call (the recorder lets what it raises through)."""
-
-    def __init__(self, owner: Guard) -> None:
-        self.recorder = Recorder("recompile_cli.guard", on_compile=self)
-        self._guard = owner
-        self._compiles: dict[str, int] = {}
-        self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
-        self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Event) -> None:
-        user_frame = _user_frame(sys._getframe(1))
-        try:
-            violation = self._check(event, user_frame)
-        except Exception:  # never turn a bug of ours into the user's error
-            return
-        if violation is not None:
-            self._guard._act(violation, user_frame)
-
-    def _check(self, event: Event, user_frame: types.FrameType | None
-               ) -> GuardViolation | None:
-        config = self._guard.config
-        limit = config.limit_of(event.function, event.owner)
-        if limit is None:
-            return None
-        key = self._key_of(event)
-        if config.warmup_calls:
-            calls = self.recorder.calls.get(key)
-            if calls is not None and calls <= config.warmup_calls:
-                return None  # during the function's first warmup_calls calls
-        with self._lock:
-            count = self._compiles[key] = self._compiles.get(key, 0) + 1
-        if count <= limit:
-            return None
-        return self._explain(event, key, count, limit, user_frame)
-
-    def _key_of(self, event: Event) -> str:
-        """The function key of an event. A compile without a re-trace or lowering of its own
-        (the same arguments again after a compile that raised) has no ``defined_at``: it
-        belongs to the one function of that name seen before, when there is one."""
-        if event.defined_at is not None:
-            key = function_key(event.function, event.defined_at)
-            known = self._keys_by_name.setdefault(event.function, key)
-            if known is not None and known != key:
-                self._keys_by_name[event.function] = None
-            return key
-        return (self._keys_by_name.get(event.function)
-                or function_key(event.function, event.defined_at))
-
-    def _explain(self, compiled: Event, key: str, count: int, limit: int,
-                 user_frame: types.FrameType | None) -> GuardViolation:
-        """Analyse this function's events (the CLI's analysis) to explain the compile."""
-        from recompile_cli.analysis.report import analyse
-        from recompile_cli.gate.evaluate import describe
-
-        previous = self._explained.get(key)
-        if compiled.defined_at is None and not compiled.traced and previous is not None:
-            violation, described = previous
-            message = (f"recompile-cli guard: {violation.function} compiled {count} times, "
-                       f"limit {limit}. This compile repeats one that already exceeded the limit "
-                       f"(JAX keeps no executable of a compile whose call raised): {described}.")
-            return replace(violation, compiles=count, message=message)
-        session = self.recorder.snapshot()
-        events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
-        report = analyse(replace(session, events=tuple(events)))
-        event = _event_of(events, compiled)
-        cause = report.primary(event)
-        call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
-                     if user_frame is not None else event.call_site)
-        suggestion = next((s.message for s in report.suggestions if s.code == cause.code),
-                          None)
-        described = describe(report, [replace(event, call_site=call_site)])
-        warmup = ""
-        if self._guard.config.warmup_calls and key not in self.recorder.calls:
-            warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
-                      "guard was installed, so its calls are not counted)")
-        message = (f"recompile-cli guard: {event.function} compiled {count} times, limit "
-                   f"{limit}{warmup}. This compile: {described}.")
-        if suggestion:
-            message += f" Suggestion: {suggestion}"
-        violation = GuardViolation(
-            function=event.function, defined_at=event.defined_at, compiles=count,
-            limit=limit, cause=str(cause.code), argument=cause.argument, before=cause.before,
-            after=cause.after, detail=cause.detail, call_site=call_site,
-            suggestion=suggestion, message=message)
-        self._explained[key] = (violation, described)
-        return violation
+def _warn(warning: RecompileWarning, user_frame: types.FrameType | None) -> None:
+    """Warn attributed to the user's file and line (``warnings`` filters apply)."""
+    if user_frame is None:
+        warnings.warn(warning, stacklevel=3)
+        return
+    module_globals = user_frame.f_globals
+    registry = module_globals.setdefault("__warningregistry__", {})
+    # A script run by runpy (python -m recompile_cli.guards) has no __spec__.loader, which
+    # Python 3.13's warn_explicit refuses with a ValueError: its source is read by name.
+    spec = module_globals.get("__spec__")
+    source = module_globals if getattr(spec, "loader", None) is not None else None
+    warnings.warn_explicit(warning, type(warning), user_frame.f_code.co_filename,
+                           user_frame.f_lineno, module=module_globals.get("__name__", "__main__"),
+                           registry=registry, module_globals=source)
 
 
-def _event_of(events: Sequence[Event], compiled: Event) -> Event:
-    """``compiled`` as numbered in a snapshot (which numbers events by start time): found by
-    its function and start."""
-    for event in reversed(events):
-        if (event.compiled and event.function == compiled.function
-                and event.start_seconds == compiled.start_seconds):
-            return event
-    return [e for e in events if e.compiled][-1]
+def _outer_user_frame() -> types.FrameType | None:
+    from recompile_cli.guard_watch import _user_frame
 
-
-def _user_frame(frame: types.FrameType | None) -> types.FrameType | None:
-    """The innermost frame of the user's code on the stack (the call that compiled)."""
-    while frame is not None:
-        if frames.is_user_file(frame.f_code.co_filename):
-            return frame
-        frame = frame.f_back
-    return None
+    return _user_frame(sys._getframe(1))
 
 
 def _stacklevel(user_frame: types.FrameType | None) -> int:
@@ -335,7 +253,8 @@ def _stacklevel(user_frame: types.FrameType | None) -> int:
 
 # -- making guards ---------------------------------------------------------------------------------
 def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
-          on: Mode = "warn", functions: Iterable[str] | None = None) -> Guard:
+          on: Mode = "warn", functions: Iterable[str] | None = None,
+          check_hosts: bool = False, host_timeout: float = 60.0) -> Guard:
     """A guard to use as a context manager: ``with recompile_cli.guard(...): train()``.
 
     It does not clear JAX's caches: functions already compiled before it count from their
@@ -350,17 +269,28 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
             ``"log"`` (logger ``recompile_cli.guard``).
         functions: guard only functions whose name matches one of these globs (default: all
             of your functions).
+        check_hosts: in a multi-process job, check at each compile that every process
+            compiles the same program, waiting ``host_timeout`` seconds for them; the compiling
+            call raises ``HostsDiverged`` when they do not, and a process stopped by a peer
+            while it waits in a collective exits 3 (``recompile_cli.host_guard``). A bool.
+        host_timeout: seconds, a number above 0 and at most 86400 (checked even when
+            ``check_hosts`` is False).
 
     Returns:
         A ``Guard``, installed when the ``with`` block starts.
     """
-    return Guard(GuardConfig(max_compiles=_limits(max_compiles), warmup_calls=warmup_calls,
-                             on=on, functions=options.names(functions, "functions")))
+    hosts = options.host_timeout(host_timeout)
+    return Guard(GuardConfig(max_compiles=options.limits(max_compiles, "max_compiles"),
+                             warmup_calls=warmup_calls, on=on,
+                             functions=options.names(functions, "functions"),
+                             host_timeout=hosts if options.flag(check_hosts, "check_hosts")
+                             else None))
 
 
 def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
                   warmup_calls: int | None = None, on: Mode | None = None,
-                  functions: Iterable[str] | None = None) -> Guard:
+                  functions: Iterable[str] | None = None, check_hosts: bool | None = None,
+                  host_timeout: float = 60.0) -> Guard:
     """Install a guard now and return its handle (``.uninstall()`` removes it).
 
     Without arguments the configuration comes from the environment variable
@@ -370,47 +300,33 @@ def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
     config = parse_guard_spec(os.environ.get(ENV_VAR, ""))
     changes: dict[str, Any] = {}
     if max_compiles is not None:
-        changes["max_compiles"] = _limits(max_compiles)
+        changes["max_compiles"] = options.limits(max_compiles, "max_compiles")
+        changes["other_limit"] = None
     if warmup_calls is not None:
         changes["warmup_calls"] = warmup_calls
     if on is not None:
         changes["on"] = on
     if functions is not None:
         changes["functions"] = options.names(functions, "functions")
+    if check_hosts is not None:
+        hosts = options.host_timeout(host_timeout)
+        changes["host_timeout"] = hosts if options.flag(check_hosts, "check_hosts") else None
     if changes:
         changes["enabled"] = True
     return Guard(replace(config, **changes)).install()
 
 
-def _limits(value: int | Mapping[str, int]) -> int | Mapping[str, int]:
-    return dict(value) if isinstance(value, Mapping) else value
-
-
 # -- python -m recompile_cli.guards SCRIPT [ARGS] ------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
-    import runpy
+    from recompile_cli.guard_script import run_script
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guards "
               "SCRIPT [ARGS...]\n\n" + (guard_config.__doc__ or "").strip())
         return ExitCode.OK if args else ExitCode.BAD_INPUT
-    try:
-        handle = install_guard()
-    except ValueError as exc:
-        print(f"recompile_cli.guards: {exc}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
-    script = args[0]
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = args
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    try:
-        runpy.run_path(script, run_name="__main__")
-    finally:
-        handle.uninstall()
-        sys.argv[:], sys.path[:] = saved_argv, saved_path
-    return ExitCode.OK
+    return run_script(args, install_guard)
 
 
 if __name__ == "__main__":

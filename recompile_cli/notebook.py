@@ -60,11 +60,13 @@ def _magics_class() -> type:
     def recompiles(self: Any, line: str, cell: str | None = None) -> None:
         """Record a statement (``%recompiles [OPTIONS] STATEMENT``) or a cell
         (``%%recompiles [OPTIONS]``) and show the recompilation report."""
+        __tracebackhide__ = True  # IPython leaves the magic's frames out of a cell's traceback
+        usage = importlib.import_module("IPython.core.error").UsageError
         options, code = _split_line(line) if cell is None else (line, cell)
-        args = arguments.parse_argstring(self.recompiles, options)
-        if not code.strip():
-            raise ValueError("nothing to record: use `%recompiles STATEMENT` or a "
-                             "`%%recompiles` cell")
+        args = arguments.parse_argstring(self.recompiles, options)  # UsageError when bad
+        problem = _problem(args, code, cell is None)
+        if problem is not None:  # a usage line, no traceback
+            raise usage(f"{problem}. {_USAGE}")
         # a cell's body starts on the line after `%%recompiles`: keep its line numbers
         _run_recorded(self.shell, code if cell is None else "\n" + code, args.show_all,
                       args.max_compiles, args.keep_caches, args.save,
@@ -89,6 +91,29 @@ def _magics_class() -> type:
     return magics_type
 
 
+_USAGE = ("Usage: %recompiles [--all] [--max-compiles N] [--keep-caches] [--save PATH] "
+          "STATEMENT, or a %%recompiles cell with the same options")
+
+
+def _problem(args: Any, code: str, line_magic: bool) -> str | None:
+    """What is wrong with the magic's options or statement (checked before anything runs)."""
+    from recompile_cli import options
+    from recompile_cli.render.escape import terminal
+
+    if line_magic and code.lstrip().startswith("-"):
+        return f"unknown option {terminal(code.split()[0])!r}"
+    if not code.strip():
+        return "nothing to record: give a statement, or use a %%recompiles cell"
+    if args.max_compiles is not None:
+        try:
+            options.limit(args.max_compiles, "--max-compiles")
+        except ValueError as exc:
+            return str(exc)
+    if args.save is not None and not args.save.strip():
+        return "--save '': give a file path"
+    return None
+
+
 # Options of the line magic come before the statement: ``%recompiles --all f(x)``.
 _LEADING_OPTION = re.compile(
     r"\s*(--all|--keep-caches|--max-compiles(?:=|\s+)\S+|--save(?:=|\s+)\S+)(?=\s|$)")
@@ -106,30 +131,57 @@ def _split_line(line: str) -> tuple[str, str]:
 
 def _run_recorded(shell: Any, code: str, show_all: bool, max_compiles: int | None,
                   keep_caches: bool, save: str | None, label: str) -> None:
+    """Run the code recorded and ALWAYS show the report of what was recorded, whatever the
+    code did (an exception, ``sys.exit``, Ctrl-C or a kernel interrupt): the report first,
+    then a ``--save`` that failed, then the code's own exception as IPython shows it."""
+    __tracebackhide__ = True  # the cell's traceback shows the cell's frames, not these
     from recompile_cli.api import record
+    from recompile_cli.exits import deferred_signals
 
     display: Any = importlib.import_module("IPython.display").display
 
     recording = record(label, keep_caches=keep_caches)
     compiled = _compile(shell, code)
-    error: Exception | None = None
+    error: BaseException | None = None
     try:
         # the recording keeps the exception as the session's target_exception
         with recording, shell.builtin_trap:
             exec(compiled, shell.user_global_ns, shell.user_ns)
-    except Exception as exc:  # shown after the report, as IPython would show it
+    except BaseException as exc:  # shown after the report, then re-raised
         error = exc
-    if save:
-        recording.report.save(save)
-    report: RecompileReport = recording.report
-    if show_all:
-        report = type(report)(report.report, show_all=True)
-    if max_compiles is not None:
-        report = report.check(max_compiles=max_compiles)
-    shell.user_ns["_recompiles"] = report
-    display(report)
+    with deferred_signals() as received:  # an interrupt now must not lose the report
+        report: RecompileReport = recording.report
+        if show_all:
+            report = type(report)(report.report, show_all=True)
+        if max_compiles is not None:
+            report = report.check(max_compiles=max_compiles)
+        shell.user_ns["_recompiles"] = report
+        display(report)
+        unsaved = _save(report, save)
+    if unsaved is not None:
+        if error is None:
+            raise importlib.import_module("IPython.core.error").UsageError(unsaved)
+        print(unsaved, file=sys.stderr)
     if error is not None:
         raise error
+    if received.code is not None:
+        raise KeyboardInterrupt
+
+
+def _save(report: RecompileReport, path: str | None) -> str | None:
+    """Save the session to ``--save PATH``; the message of a failure (shown after the report),
+    or None."""
+    if not path:
+        return None
+    from recompile_cli.errors import RecompileError
+    from recompile_cli.render.escape import terminal
+
+    try:
+        report.save(path)
+    except (OSError, RecompileError) as exc:
+        return (f"recompile-cli: --save {terminal(path)}: {terminal(exc)} The report above "
+                "was not saved; give a writable file path.")
+    return None
 
 
 def _compile(shell: Any, code: str) -> Any:

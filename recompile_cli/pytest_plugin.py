@@ -39,9 +39,16 @@ class Recompiles:
         self._recording = Recording(name)
         self._recording.__enter__()
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """End the recording; False when the test removed its listeners (it went blind)."""
+        listening = self._recording.listening()
         if self._recording.running:
             self._recording.__exit__(None, None, None)
+        return listening
+
+    def listening(self) -> bool:
+        """False once the test removed the recording's listeners (see ``Recording``)."""
+        return self._recording.listening()
 
     @property
     def report(self) -> RecompileReport:
@@ -60,13 +67,22 @@ class Recompiles:
         return self.report.causes(function)
 
     def assert_max_compiles(self, n: int | None = None, **per_function: int) -> None:
-        messages = _messages(self.report.check(n, (), **per_function))
+        from recompile_cli.api import gated
+
+        checked, unmatched = gated(self.report, n, per_function)
+        messages = _messages(checked) + unmatched
         if messages:
             raise AssertionError("\n".join(messages))
 
 
 def _messages(checked: RecompileReport) -> list[str]:
     return [f"recompile-cli: {v.message}" for v in checked.violations]
+
+
+_BLIND = ("recompile-cli: the test removed recompile-cli's jax.monitoring listeners (e.g. "
+          "jax.monitoring.clear_event_listeners()), so compiles after that were not seen and "
+          "the @pytest.mark.max_compiles budget cannot be checked; do not clear the listeners "
+          "in a test with a budget")
 
 
 @pytest.fixture
@@ -82,7 +98,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return (yield)
-    from recompile_cli.api import compile_limits
+    from recompile_cli.api import compile_limits, gated
+    from recompile_cli.guard_errors import UnmatchedBudgetWarning
 
     limit = marker.args[0] if marker.args else None
     usage = None
@@ -90,7 +107,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if len(marker.args) > 1:
             raise ValueError(f"takes at most one positional limit, got {marker.args!r}")
         compile_limits(limit, dict(marker.kwargs))
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         usage = f"@pytest.mark.{MARKER}: {exc}"
     if usage is not None:  # a usage message, not a traceback into the plugin
         pytest.fail(f"recompile-cli: {usage}", pytrace=False)
@@ -99,9 +116,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     try:
         result = yield
     finally:
-        if recording is not shared:
-            recording.stop()
-    messages = _messages(recording.report.check(limit, (), **marker.kwargs))
+        listening = recording.stop() if recording is not shared else recording.listening()
+    checked, unmatched = gated(recording.report, limit, dict(marker.kwargs))
+    for message in unmatched:  # in pytest's warnings summary, at the test
+        item.warn(UnmatchedBudgetWarning(message))
+    messages = _messages(checked) + ([] if listening else [_BLIND])
     if messages:
         pytest.fail("\n".join(messages), pytrace=False)
     return result

@@ -17,6 +17,7 @@ warnings of the merged session. Pure: no I/O, no printing, no JAX.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -56,8 +57,13 @@ def merge_reports(reports: Sequence[tuple[str, Session]]) -> Merged:
     if not reports:
         raise MergeError("merge needs at least one report: pass the files each process saved, "
                          "e.g. recompile-cli merge reports/run-*.json.")
+    _check_distinct(reports)
     loaded: list[tuple[str, Session]] = []
     for source, session in reports:
+        _check_sizes(source, session.environment.process_index,
+                     session.environment.process_count)
+        for record in session.processes:
+            _check_sizes(source, record.index, None)
         loaded += split(session, source) if session.processes else [(source, session)]
     return merge(loaded)
 
@@ -70,9 +76,8 @@ def merge(loaded: Sequence[tuple[str, Session]]) -> Merged:
     parts = _number(loaded, count, notes)
     if count is not None and len(parts) < count:
         present = {p.index for p in parts}
-        missing = [i for i in range(count) if i not in present]
-        notes.append(f"the reports of process(es) {_list(missing)} of the {count} in the job "
-                     "are missing: they are not compared")
+        notes.append(f"the reports of process(es) {_ranges(present, count)} of the {count} in "
+                     "the job are missing: they are not compared")
     notes += _version_notes(parts)
     return Merged(_merged_session(parts, count, notes), tuple(parts), count, tuple(notes))
 
@@ -98,17 +103,60 @@ def split(session: Session, source: str) -> list[tuple[str, Session]]:
 
 
 # -- checks ----------------------------------------------------------------------------------------
+MAX_PROCESSES = 1_000_000  # far above any real job; a larger count or index is a damaged file
+
+
+def _check_distinct(reports: Sequence[tuple[str, Session]]) -> None:
+    """The same report passed twice (one file by two paths, or a copy) is refused: merged, it
+    would look like two processes that compiled the same. (Reports with a process index are
+    caught by ``_number``: two files of one process.)"""
+    seen: dict[tuple[object, ...], list[tuple[str, Session]]] = {}
+    for source, session in reports:
+        if session.environment.process_index is not None:
+            continue
+        key = (session.target, session.wall_seconds, len(session.events))
+        for earlier, other in seen.setdefault(key, []):
+            if other == session:
+                raise MergeError(f"{earlier} and {source} hold the same report (the same file "
+                                 "twice, or a copy of it). Pass each process's report once.")
+        seen[key].append((source, session))
+
+
+def _check_sizes(source: str, index: int | None, count: int | None) -> None:
+    """A process index or count outside what a job can have is refused before any work."""
+    if count is not None and not 1 <= count <= MAX_PROCESSES:
+        raise MergeError(f"{source} says its job had {count:,} processes (process_count), "
+                         f"outside 1 to {MAX_PROCESSES:,}: the report is damaged. Record the "
+                         "run again.")
+    if index is not None and not 0 <= index < (count or MAX_PROCESSES):
+        raise MergeError(f"{source} says it is process {index:,} (process_index), outside 0 to "
+                         f"{(count or MAX_PROCESSES) - 1:,}: the report is damaged. Record the "
+                         "run again.")
+
+
 def _program(target: str) -> tuple[str, str]:
     """``(script or target, its arguments)`` of a session's target label."""
     program, _, arguments = target.partition(" ")
     return program, arguments
 
 
+def _index_masked(target: str, index: int | None) -> str:
+    """The target label with the process's own ``index``, as a whole argument or an
+    ``--option=value``, written ``{process}``: ``run.py --process-id 0`` and ``run.py
+    --process-id 1`` of two processes are the same program and arguments."""
+    program, arguments = _program(target)
+    if index is None or not arguments:
+        return target
+    return program + " " + " ".join(re.sub(rf"^((?:[^=]*=)?){index}$", r"\1{process}", word)
+                                    for word in arguments.split(" "))
+
+
 def _check_same_program(loaded: Sequence[tuple[str, Session]], notes: list[str]) -> None:
     first_source, first = loaded[0]
-    program, arguments = _program(first.target)
+    program, arguments = _program(_index_masked(first.target, first.environment.process_index))
     for source, session in loaded[1:]:
-        other, other_arguments = _program(session.target)
+        other, other_arguments = _program(_index_masked(session.target,
+                                                        session.environment.process_index))
         if other != program:
             raise MergeError(f"{source} records {other!r} but {first_source} records "
                              f"{program!r}: these are not processes of one run. Merge the "
@@ -190,7 +238,7 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
     for part in parts:
         for key, n in part.session.calls.items():
             calls[key] = calls.get(key, 0) + n
-    targets = list(dict.fromkeys(p.session.target for p in parts))
+    targets = list(dict.fromkeys(_index_masked(p.session.target, p.index) for p in parts))
     failures = [f"process {p.index}: {p.session.target_exception}" for p in parts
                 if p.session.target_exception]
     stale: dict[tuple[str, str | None, str], StaleCapture] = {}
@@ -242,6 +290,18 @@ def processes(indices: Iterable[int]) -> str:
 def grouped(values: dict[str, list[int]]) -> str:
     """``f32[32,8] on processes 0, 1; f32[16,8] on process 2``."""
     return "; ".join(f"{value} on {processes(where)}" for value, where in values.items())
+
+
+def _ranges(present: set[int], count: int) -> str:
+    """The indices below ``count`` not in ``present`` as ``1, 3-7``: short, whatever the count."""
+    spans: list[str] = []
+    start = None
+    for i in [*sorted(i for i in present if 0 <= i < count), count]:
+        first = 0 if start is None else start
+        if i > first:
+            spans.append(str(first) if i - 1 == first else f"{first}-{i - 1}")
+        start = i + 1
+    return ", ".join(spans)
 
 
 def _list(items: Iterable[int]) -> str:

@@ -10,8 +10,9 @@ that could not be written.
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,17 +32,19 @@ _EXTENSIONS = {".json": "json", ".md": "markdown", ".txt": "table"}
 
 def merge(
     reports: Annotated[list[Path], typer.Argument(
-        help="The reports each process saved (--save or --output FILE.json, --events-log), "
-        "or merged sessions.")],
+        metavar="REPORT...", show_default=False, help="The reports each process saved "
+        "(--save or --output FILE.json, --events-log), or merged sessions.")],
     fmt: Annotated[MergeFormat | None, typer.Option(
         "--format", "-f", help="Report format on stdout (default: table). With --output, the "
         "file's format (default: from its extension).")] = None,
     output_path: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Also write the merge report to this file (.json, .md, .txt).")
+        "--output", "-o", parser=output.path_option, metavar="PATH",
+        help="Also write the merge report to this file (.json, .md, .txt).")
     ] = None,
     save: Annotated[Path | None, typer.Option(
-        "--save", help="Save the merged session (every event tagged with its process), to "
-        "render with `recompile-cli report` or merge again.")] = None,
+        "--save", parser=output.path_option, metavar="PATH", help="Save the merged session "
+        "(every event tagged with its process), to render with `recompile-cli report` or merge "
+        "again.")] = None,
     fail_on_divergence: Annotated[bool, typer.Option(
         "--fail-on-divergence", help="Gate: exit 1 when processes compile differently.")
     ] = False,
@@ -50,8 +53,13 @@ def merge(
     compile differently (compile counts, signatures, causes), call by call."""
     from recompile_cli.analysis.divergence import compare
     from recompile_cli.analysis.merge import merge_reports
-    from recompile_cli.render.merged import render
+    from recompile_cli.render import cache_keys
+    from recompile_cli.render.merged import render as render_merged
     from recompile_cli.session.files import load_session
+
+    def render(merged: Any, comparison: Any, fmt: str) -> str:  # + why cache keys differ
+        return cache_keys.merged_text(render_merged(merged, comparison, fmt), merged.session,
+                                      fmt)
 
     problems = Problems()
     with output.user_errors():
@@ -60,20 +68,37 @@ def merge(
         file_format = _file_format(fmt, to)
         output.check_writable(to, "--output")
         output.check_writable(save_to, "--save")
+        _check_distinct_files(reports)
         merged = merge_reports([(str(path), load_session(path)) for path in reports])
     comparison = compare(merged.parts)
     output.save_session(merged.session, save_to, problems)
     if to is not None and file_format is not None:
         written = output.write_file(to, render(merged, comparison, file_format),
                                     "merge report", problems)
-        typer.echo(render(merged, comparison, "table"), nl=False)
+        output.echo(render(merged, comparison, "table"), nl=False)
         if written:
             typer.echo(f"Report written to {to} ({file_format}).")
     else:
-        typer.echo(render(merged, comparison, fmt.value if fmt else "table"), nl=False)
+        output.echo(render(merged, comparison, fmt.value if fmt else "table"), nl=False)
     diverged = bool(comparison.divergences)
     raise typer.Exit(output.exit_code(None, None, not (fail_on_divergence and diverged),
                                       problems))
+
+
+def _check_distinct_files(reports: list[Path]) -> None:
+    """One file named twice (``g.json ./g.json``, a symlink, a hard link) is refused; copies
+    are found by content in ``analysis.merge``."""
+    seen: dict[object, Path] = {}
+    for path in reports:
+        try:
+            info = os.stat(path)
+            key: object = (info.st_dev, info.st_ino)
+        except OSError:  # load_session reports what is wrong with it
+            key = os.path.realpath(path)
+        if key in seen:
+            raise RecompileError(f"{seen[key]} and {path} are the same file. Pass each "
+                                 "process's report once.")
+        seen[key] = path
 
 
 def _file_format(fmt: MergeFormat | None, path: Path | None) -> str | None:

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from recompile_cli import exits
+from recompile_cli.analysis.shorten import counted
 from recompile_cli.errors import RecompileError
 from recompile_cli.fileio import atomic_write_text
+from recompile_cli.render import escape
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
@@ -47,9 +49,25 @@ class Problems:
     messages: list[str] = field(default_factory=list)
 
 
+def echo(text: str, err: bool = False, nl: bool = True, csv: bool = False) -> None:
+    """Print ``text``, which may quote the program's names and values (``render.escape``'s
+    policy): no line of it starts a GitHub workflow command, and CSV shown on a terminal (or
+    in GitHub Actions' log) has its control characters escaped; redirected, it stays exact."""
+    if csv and ((sys.stderr if err else sys.stdout).isatty()
+                or os.environ.get("GITHUB_ACTIONS") == "true"):
+        text = escape.terminal_lines(text)
+    typer.echo(escape.no_workflow_commands(text, csv), err=err, nl=nl)
+
+
+def message(text: str) -> None:
+    """A message of the tool's own on stderr, quoting user data: control characters (an ESC
+    of a target's error message) shown as escapes, no workflow command."""
+    echo(escape.terminal_lines(text), err=True)
+
+
 def fail(exc: RecompileError) -> None:
     """Print the one-paragraph error and exit with its code."""
-    typer.echo(f"error: {exc}", err=True)
+    message(f"error: {exc}")
     raise typer.Exit(exc.exit_code)
 
 
@@ -101,20 +119,40 @@ def files_for_process(files: ReportFiles, environment: Environment) -> ReportFil
                                save=for_process(files.save, environment))
 
 
+def path_option(value: str) -> Path:
+    """The parser of every file-path option (``parser=`` of ``typer.Option``): an empty path,
+    which would quietly mean the current folder, is a usage error (exit 2) naming the option."""
+    if not value.strip():
+        raise typer.BadParameter("the path is empty. Name a file.")
+    return Path(value)
+
+
 def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> None:
     """Fail before the run when ``path`` could not be written afterwards: the first of its
-    folders that exists must be writable (the missing ones are made when it is written), and
-    ``path`` must not be a folder unless ``folder_ok`` (``--output`` takes one for CSV)."""
+    folders that exists must be a writable folder (the missing ones are made when it is
+    written), and ``path`` must not be a folder unless ``folder_ok`` (``--output`` takes one
+    for CSV). Every command that writes files checks its paths here."""
     if path is None:
         return
     if path.is_dir() and not folder_ok:
-        raise RecompileError(f"{option} {path}: it is a folder. Name a file.")
+        raise RecompileError(f"{option} {path}: it is a folder. Name a file in it.")
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
+    if folder.exists() and not folder.is_dir():
+        raise RecompileError(f"{option} {path}: {folder} is a file, not a folder. Choose a "
+                             "path in a folder.")
+    if not os.access(folder, os.W_OK):
         raise RecompileError(f"{option} {path}: the folder {folder} is not writable. Choose a "
                              "writable path.")
+
+
+def check_report_files(files: ReportFiles) -> None:
+    """``--output`` (its format known, a folder only for CSV tables) and ``--save`` checked
+    before the run."""
+    if files.output is not None:
+        check_writable(files.output, "--output", folder_ok=output_format(files) == "csv")
+    check_writable(files.save, "--save")
 
 
 def output_format(files: ReportFiles) -> str:
@@ -139,10 +177,10 @@ def write_file(path: Path, text: str, what: str, problems: Problems) -> bool:
         atomic_write_text(path, text)
         return True
     except OSError as exc:
-        message = (f"cannot write the {what} to {path}: {exc.strerror or exc}; the rest of the "
-                   "report was still printed and written")
-        problems.messages.append(message)
-        typer.echo(f"error: {message}.", err=True)
+        reason = (f"cannot write the {what} to {path}: {exc.strerror or exc}; the rest of the "
+                  "report was still printed and written")
+        problems.messages.append(reason)
+        message(f"error: {reason}.")
         return False
 
 
@@ -169,11 +207,11 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
                            for name, content in csv_files(report).items()])
         else:
             written = write_file(files.output, text(file_format), "report", problems)
-        typer.echo(text("table"), nl=False)
+        echo(text("table"), nl=False)
         if written:
-            typer.echo(f"Report written to {files.output} ({file_format}).")
+            echo(f"Report written to {files.output} ({file_format}).")
     else:
-        typer.echo(text(files.fmt or "table"), nl=False)
+        echo(text(files.fmt or "table"), nl=False, csv=files.fmt == "csv")
     _step_summary(lambda: text("markdown"))
 
 
@@ -193,7 +231,7 @@ def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Prob
 
     if not result.empty:
         typer.echo("")
-        typer.echo(gate_summary(result, markdown), nl=False)
+        echo(gate_summary(result, markdown), nl=False)
     if junit is not None:
         write_file(junit, junit_xml(result, suite), "JUnit XML", problems)
     if os.environ.get("GITHUB_ACTIONS") == "true":
@@ -209,11 +247,11 @@ def exit_code(failure: str | None, interrupted: exits.ExitCode | None, gate_held
     interruption or the target's failure."""
     if interrupted is not None:
         reason = failure or exits.interruption_text(interrupted)
-        typer.echo(f"recompile-cli: {reason}; the report above covers everything recorded "
-                   "until then.", err=True)
+        message(f"recompile-cli: {reason}; the report above covers everything recorded "
+                "until then.")
     elif failure:
-        typer.echo(f"error: {failure.rstrip('.')}. The report above covers everything "
-                   "recorded before the failure.", err=True)
+        message(f"error: {failure.rstrip('.')}. The report above covers everything "
+                "recorded before the failure.")
     return exits.exit_code(interrupted=interrupted, failed=bool(failure),
                            unwritten=bool(problems.messages), gate_held=gate_held)
 
@@ -238,7 +276,7 @@ def progress_printer() -> Progress | None:
         width = 24
         filled = int(width * done / total) if total else width
         bar = "#" * filled + "-" * (width - filled)
-        sys.stderr.write(f"\r[{bar}] calls {done}/{total}, {compiles} compiles, "
+        sys.stderr.write(f"\r[{bar}] calls {done}/{total}, {counted(compiles, 'compile')}, "
                          f"{elapsed:.1f} s elapsed")
         sys.stderr.flush()
 

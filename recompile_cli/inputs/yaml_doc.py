@@ -29,14 +29,17 @@ def read_text(path: Path, error: type[Exception], what: str, hint: str = "",
               max_bytes: int = MAX_YAML_BYTES) -> str:
     """The file's UTF-8 text, or ``error`` saying which file could not be read and why.
 
-    The size is checked before reading: a file above ``max_bytes`` is refused."""
+    The size is checked before reading, and no more than ``max_bytes`` are read (a device or a
+    pipe, e.g. ``/dev/zero``, has no size): a file above ``max_bytes`` is refused."""
     try:
         size = path.stat().st_size
-        if size > max_bytes:
-            raise error(f"The {what} {path} is {size:,} bytes, more than the limit of "
+        with open(path, "rb") as file:
+            data = b"" if size > max_bytes else file.read(max_bytes + 1)
+        if size > max_bytes or len(data) > max_bytes:
+            shown = f" {size:,} bytes," if size > max_bytes else ""  # a device: no size
+            raise error(f"The {what} {path} is{shown} more than the limit of "
                         f"{max_bytes:,} bytes for such a file. Pass the right file (a "
                         f"hand-written YAML {what} is a few kilobytes).")
-        data = path.read_bytes()
     except OSError as exc:
         raise error(f"Cannot read the {what} {path}: {exc.strerror or exc}.{hint}") from None
     return decode_utf8(data, path, error, what)

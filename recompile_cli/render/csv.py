@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from recompile_cli.analysis.dataframes import causes_frame, events_frame, functions_frame
+from recompile_cli.analysis.dataframes import (
+    causes_frame,
+    cost_lines_frame,
+    events_frame,
+    functions_frame,
+)
 from recompile_cli.analysis.report import Report
 from recompile_cli.render import escape
 
@@ -23,12 +28,13 @@ def render(report: Report, show_all: bool = False) -> str:
 
 def render_files(report: Report) -> dict[str, str]:
     """File name -> CSV text, for ``--output DIR/``."""
-    functions = functions_frame(report).drop(columns=["key"])
+    functions = functions_frame(report)  # the columns of to_pandas().functions, key included
     functions["causes"] = [";".join(f"{code}:{n}" for code, n in causes.items())
                            for causes in functions["causes"]]
     return {"functions.csv": _csv(functions),
             "events.csv": render(report),
-            "causes.csv": _csv(causes_frame(report))}
+            "causes.csv": _csv(causes_frame(report)),
+            "compile_cost.csv": _csv(cost_lines_frame(report))}
 
 
 def _csv(frame: pd.DataFrame) -> str:

@@ -71,19 +71,46 @@ def cell(value: Any, escape: Callable[[Any], str] = terminal) -> Any:
 
 # -- Markdown ---------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"[\\|`&<]|(?<!-)>")
-_MD_REPLACE = {"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_SPECIAL = re.compile(
+    r"[\\|`&<*~@]|(?<!-)>"  # escapes, cells, code, entities, HTML, emphasis, e-mail autolinks
+    r"|\](?=[(\[:])"  # a link, an image or a link definition: [x](url), ![x](url), [x]: url
+    r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # _emphasis_ (train_step stays as it is)
+    r"|(?<=:)/(?=/)|(?i:(?<=www))\.")  # GitHub's autolinks of http://... and www....
+_MD_REPLACE = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}  # the rest: a backslash before it
+# a heading, list or rule if a bullet starts so ("1. x", not "0.10.2")
+_MD_BLOCK_START = re.compile(r"#|[+-](?! )|(\d{1,9})[.)](?=\s|$)")
 
 
 def markdown(value: Any) -> str:
-    """Text for a GitHub-flavoured Markdown table cell or bullet, shown literally.
+    """Text for a GitHub-flavoured Markdown table cell or bullet, shown literally: no link,
+    image, autolink, HTML, emphasis, heading or list can come from it.
 
-    Backslashes, ``|`` and backticks are backslash-escaped, ``&``, ``<`` and ``>`` become
-    entities (``->`` arrows stay as they are: with ``<`` escaped no tag can open), and control
-    characters, line breaks included, are shown as escapes so a value can never start a row or
-    a block of its own.
+    ``&``, ``<`` and ``>`` become entities (``->`` arrows stay as they are: with ``<`` escaped
+    no tag can open); backslashes, ``|``, backticks, ``*``, ``~``, ``@``, a ``]`` that would
+    close a link, an ``_`` at a word's edge, the ``/`` of ``://`` and the ``.`` of ``www.`` are
+    backslash-escaped (shown as they are); a leading ``#``, ``---`` or ``1.`` gets a
+    backslash (leading spaces become ``&#32;``); and control characters, line breaks
+    included, are shown as escapes so a value can never start a row or a block of its own.
     """
-    return _MD_SPECIAL.sub(lambda m: _MD_REPLACE[m.group()], controls(value))
+    return _block_start(_markdown_inline(controls(value)))
+
+
+def _markdown_inline(shown: str) -> str:
+    return _MD_SPECIAL.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), shown)
+
+
+def _block_start(shown: str) -> str:
+    """Markdown that starts no block (a bullet's text): leading spaces as ``&#32;`` (no
+    indented code), a backslash before a leading ``#``, ``---`` or ``1.`` (``+ x`` and
+    ``- x`` stay lists: recompile-cli's own ``+ jax: ...`` lines are)."""
+    spaces = len(shown) - len(shown.lstrip(" "))
+    if spaces:
+        return "&#32;" * spaces + shown[spaces:]
+    start = _MD_BLOCK_START.match(shown)
+    if start is None:
+        return shown
+    digits = start.group(1) or ""
+    return f"{digits}\\{shown[len(digits):]}"
 
 
 def markdown_prose(value: Any) -> str:
@@ -95,7 +122,8 @@ def markdown_prose(value: Any) -> str:
     parts = shown.split("`")
     if len(parts) % 2 == 0:
         return markdown(shown)
-    return "`".join(part if i % 2 else markdown(part) for i, part in enumerate(parts))
+    return _block_start("`".join(part if i % 2 else _markdown_inline(part)
+                                 for i, part in enumerate(parts)))
 
 
 # -- CSV --------------------------------------------------------------------------------------
@@ -112,6 +140,33 @@ def csv_text(value: Any) -> Any:
             and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
+
+
+# -- printed text -------------------------------------------------------------------------------
+
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                                  "\u2066-\u2069]")
+_BREAKS = "\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"  # where str.splitlines ends a line
+_LINE_START = f"(?:^|(?<=[{_BREAKS}]))[^\\S{_BREAKS}]*"  # then blanks, as lstrip takes them
+_COMMAND_LINE = re.compile(f"({_LINE_START}):(?=:)")
+_CSV_COMMAND_LINE = re.compile(f"({_LINE_START}::[^,{_BREAKS}]*)")
+
+
+def terminal_lines(value: Any) -> str:
+    """Text of several lines for a terminal (a CSV table, a traceback): line breaks kept, every
+    other control character shown as an escape."""
+    return _CONTROL_BUT_NEWLINE.sub(_show, text(value))
+
+
+def no_workflow_commands(value: str, csv: bool = False) -> str:
+    """Text printed to stdout or stderr in which no line starts a GitHub workflow command
+    (``::error::...``): the line's first colon gets a backslash, or, in CSV, the line's first
+    field is quoted (the same data for any CSV reader)."""
+    if "::" not in value:
+        return value
+    if csv:
+        return _CSV_COMMAND_LINE.sub(r'"\1"', value)
+    return _COMMAND_LINE.sub(r"\1\\:", value)
 
 
 # -- GitHub Actions workflow commands ----------------------------------------------------------

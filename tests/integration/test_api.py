@@ -229,7 +229,7 @@ def test_one_name_where_a_list_is_expected_is_one_item_not_its_characters():
     assert [str(v.rule) for v in gated.violations] == ["fail_on"]
     with pytest.raises(ValueError, match="fail_on: unknown cause code"):
         rec.report.check(fail_on=["bogus"])
-    with pytest.raises(TypeError, match="analyse\\(\\) takes a Session"):
+    with pytest.raises(TypeError, match="analyse\\(session\\) takes a Session"):
         recompile_cli.analyse("run.json")
     with pytest.raises(recompile_cli.RecompileLimitExceeded), \
             recompile_cli.guard(max_compiles=1, on="raise", functions="train_step"):

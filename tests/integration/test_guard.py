@@ -13,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
+from guard_targets import eval_step, train_step
 from helpers import ROOT
 from jax_support import requires_private_hooks
 
@@ -25,16 +26,6 @@ def line_of(marker: str) -> int:
     source, start = inspect.getsourcelines(sys.modules[__name__])
     return next(i for i, text in enumerate(source, start or 1)
                 if text.rstrip().endswith(f"# {marker}"))
-
-
-@jax.jit
-def train_step(x):
-    return (x * 2.0).sum()
-
-
-@jax.jit
-def eval_step(x):
-    return (x + 1.0).sum()
 
 
 @requires_private_hooks

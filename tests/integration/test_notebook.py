@@ -6,23 +6,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
-from helpers import ROOT
 from jax_support import requires_private_hooks
+from notebook_kernel import execute, setup
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")
 pytest.importorskip("ipykernel", reason="ipykernel is not installed (test extra)")
 
-SETUP = """\
-%load_ext recompile_cli
-import jax, jax.numpy as jnp
-
-@jax.jit
-def train_step(x):
-    return (x * 2.0).sum()"""
+SETUP = setup()
 
 CELL_MAGIC = """\
 %%recompiles --max-compiles 1
@@ -49,13 +42,6 @@ def demo_notebook(save_path: str) -> object:
                                 "language": "python"}})
 
 
-def execute(notebook: object, folder: Path) -> object:
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=120,
-                                     resources={"metadata": {"path": str(folder)}})
-    client.execute()
-    return notebook
-
-
 def outputs(cell: object, mime: str) -> str:
     found = []
     for output in cell["outputs"]:  # type: ignore[index]
@@ -71,18 +57,7 @@ def outputs(cell: object, mime: str) -> str:
 def executed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("notebook")
     saved = folder / "cell.json"
-    env = {"JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    old = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)  # the kernel inherits this process's environment
-    try:
-        notebook = execute(demo_notebook(str(saved)), folder)
-    finally:
-        for name, value in old.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    notebook = execute(demo_notebook(str(saved)), folder)
     if os.environ.get("RECOMPILE_CLI_KEEP_NOTEBOOK"):  # for docs/notebook.png
         nbformat.write(notebook, os.environ["RECOMPILE_CLI_KEEP_NOTEBOOK"])
     return notebook, saved

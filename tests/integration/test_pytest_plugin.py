@@ -59,5 +59,6 @@ def test_negative_limit():
 """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     output = result.stdout.str() + result.stderr.str()
-    assert "max_compiles='two' is not a compile limit" in output
+    assert "max_compiles='two' is not a limit" in output
+    assert "train_step=-1 is not a limit" in output
     assert result.ret != 0 and "passed" not in result.stdout.lines[-1]

@@ -333,7 +333,8 @@ def test_sigterm_at_start_up_exits_143_without_a_traceback(tmp_path):
         import os, signal, sys
         import recompile_cli.inputs.spec as spec
         def load_spec(*args, **kwargs):
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)  # deferred: the target never starts
+            return spec.single_call()
         spec.load_spec = load_spec
         from recompile_cli.cli.app import main
         sys.argv = ["recompile-cli", "profile", "nowhere.py:f", "--args", "spec.yaml"]

@@ -1,0 +1,274 @@
+"""What the runtime guard (``recompile_cli.guards``) runs on the miss path: ``Watch``, its
+``on_compile`` callback, and the watch over its own listeners.
+
+``Watch`` counts each top-level compile of a guarded function and, beyond the limit, explains it
+with the CLI's analysis and has the guard act, on the compiling thread, inside the user's call
+(the recorder lets what ``on_compile`` raises through).
+
+A guard that cannot see compiles must say so. A program can remove the guard's ``jax.monitoring``
+listeners; it is noticed, the listeners are put back, and the guard reports it (warn / log /
+``GuardBlinded`` under ``on="raise"``):
+
+* at once, when the program calls the public ``jax.monitoring.clear_event_listeners()`` (wrapped
+  while a guard is installed);
+* otherwise at the next trace (private hook mode), reported at the compile that follows;
+* otherwise when the guard is removed.
+
+None of it runs on a cache-hit call.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+import threading
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.capture import frames
+from recompile_cli.capture.jax_internals_listeners import is_registered, register_listener
+from recompile_cli.capture.recorder import Recorder
+from recompile_cli.capture.signatures import TraceInfo
+from recompile_cli.guard_config import GuardConfig
+from recompile_cli.guard_errors import GuardViolation
+from recompile_cli.session.locations import relative
+from recompile_cli.session.model import Event, Owner, Session, function_key
+
+if TYPE_CHECKING:
+    from recompile_cli.capture.host_check import HostCheck
+
+
+class Guard(Protocol):
+    """What a ``Watch`` needs of its guard (``guards.Guard``)."""
+
+    config: GuardConfig
+
+    def _act(self, violation: GuardViolation, user_frame: types.FrameType | None) -> None: ...
+
+    def _blind(self, message: str, user_frame: types.FrameType | None, *,
+               raising: bool = True) -> None: ...
+
+
+class Watch:
+    """The guard's ``on_compile`` callback and its recorder (see the module docstring)."""
+
+    def __init__(self, owner: Guard) -> None:
+        self.recorder: Recorder = _GuardRecorder(self)
+        self._guard = owner
+        self._compiles: dict[str, int] = {}
+        self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
+        self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
+        self._lock = threading.Lock()
+        self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
+        self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
+        if owner.config.host_timeout is not None:
+            from recompile_cli.host_guard import host_check
+
+            self.hosts = host_check(owner.config.host_timeout)
+            self.hosts.bind(self.recorder)
+
+    def __call__(self, event: Event) -> None:
+        if self.hosts is not None:
+            self.hosts(event)  # raises HostsDiverged from the call, before any limit
+        user_frame = _user_frame(sys._getframe(1))
+        pending, self.pending_blind = self.pending_blind, None
+        if pending is not None:
+            self._guard._blind(pending, user_frame)
+        try:
+            violation = self._check(event, user_frame)
+        except Exception:  # never turn a bug of ours into the user's error
+            return
+        if violation is not None:
+            self._guard._act(violation, user_frame)
+
+    # -- the listeners -----------------------------------------------------------------------------
+    def listening(self) -> bool:
+        """False when the program removed the recorder's listeners (True when unknown)."""
+        return all(is_registered(kind, callback) is not False
+                   for kind, callback in self._listeners())
+
+    def restore_listeners(self) -> None:
+        """Register again the recorder's listeners that the program removed."""
+        for kind, callback in self._listeners():
+            if is_registered(kind, callback) is False:
+                register_listener(kind, callback)
+
+    def _listeners(self) -> list[tuple[str, Callable[..., None]]]:
+        recorder = self.recorder
+        return [("event_duration", recorder._on_duration), ("event", recorder._on_event)]
+
+    def notice_at_trace(self) -> None:
+        if self.pending_blind is None and not self.listening():
+            self.restore_listeners()
+            frame = _user_frame(sys._getframe(1))
+            self.pending_blind = (
+                "recompile-cli guard: the guard's jax.monitoring listeners were removed by the "
+                "program (noticed at the next trace" + _at(frame) + "); the guard put them back: "
+                "compiles between their removal and this one were not counted")
+
+    # -- counting ----------------------------------------------------------------------------------
+    def unmatched(self, session: Session) -> list[str]:
+        """The guard's globs that matched no function it saw traced or compiled."""
+        seen = {e.function for e in session.events if e.owner != Owner.JAX}
+        return [pattern for pattern in self._guard.config.patterns()
+                if not any(fnmatch.fnmatchcase(name, pattern) for name in seen)]
+
+    def _check(self, event: Event, user_frame: types.FrameType | None
+               ) -> GuardViolation | None:
+        config = self._guard.config
+        limit = config.limit_of(event.function, event.owner)
+        if limit is None:
+            return None
+        key = self._key_of(event)
+        if config.warmup_calls:
+            calls = self.recorder.calls.get(key)
+            if calls is not None and calls <= config.warmup_calls:
+                return None  # during the function's first warmup_calls calls
+        with self._lock:
+            count = self._compiles[key] = self._compiles.get(key, 0) + 1
+        if count <= limit:
+            return None
+        return self._explain(event, key, count, limit, user_frame)
+
+    def _key_of(self, event: Event) -> str:
+        """The function key of an event. A compile without a re-trace or lowering of its own
+        (the same arguments again after a compile that raised) has no ``defined_at``: it
+        belongs to the one function of that name seen before, when there is one."""
+        if event.defined_at is not None:
+            key = function_key(event.function, event.defined_at)
+            known = self._keys_by_name.setdefault(event.function, key)
+            if known is not None and known != key:
+                self._keys_by_name[event.function] = None
+            return key
+        return (self._keys_by_name.get(event.function)
+                or function_key(event.function, event.defined_at))
+
+    def _explain(self, compiled: Event, key: str, count: int, limit: int,
+                 user_frame: types.FrameType | None) -> GuardViolation:
+        """Analyse this function's events (the CLI's analysis) to explain the compile."""
+        from recompile_cli.analysis.report import analyse
+        from recompile_cli.gate.evaluate import describe
+        from recompile_cli.guard_errors import inert
+
+        previous = self._explained.get(key)
+        if compiled.defined_at is None and not compiled.traced and previous is not None:
+            violation, described = previous
+            message = (f"recompile-cli guard: {violation.function} compiled "
+                       f"{counted(count, 'time')}, "
+                       f"limit {limit}. This compile repeats one that already exceeded the limit "
+                       f"(JAX keeps no executable of a compile whose call raised): {described}.")
+            return replace(violation, compiles=count, message=inert(message))
+        session = self.recorder.snapshot()
+        events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
+        report = analyse(replace(session, events=tuple(events)))
+        event = _event_of(events, compiled)
+        cause = report.primary(event)
+        call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
+                     if user_frame is not None else event.call_site)
+        suggestion = next((s.message for s in report.suggestions if s.code == cause.code),
+                          None)
+        described = describe(report, [replace(event, call_site=call_site)])
+        warmup = ""
+        if self._guard.config.warmup_calls and key not in self.recorder.calls:
+            warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
+                      "guard was installed, so its calls are not counted)")
+        message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}, "
+                   f"limit {limit}{warmup}. This compile: {described}.")
+        if suggestion:
+            message += f" Suggestion: {suggestion}"
+        violation = GuardViolation(
+            function=event.function, defined_at=event.defined_at, compiles=count,
+            limit=limit, cause=str(cause.code), argument=cause.argument, before=cause.before,
+            after=cause.after, detail=cause.detail, call_site=call_site,
+            suggestion=suggestion, message=inert(message))
+        self._explained[key] = (violation, described)
+        return violation
+
+
+class _GuardRecorder(Recorder):
+    """The guard's recorder: also checks, at each trace (miss path), that its listeners are
+    still registered (JAX's private trace hook still runs when they are gone)."""
+
+    def __init__(self, watch: Watch) -> None:
+        # The guard reports compile counts and causes only: no compile-cost walk, no cache keys.
+        super().__init__("recompile_cli.guard", on_compile=watch, compile_cost=False,
+                         cache_keys=False)
+        self._watch = watch
+
+    def _on_trace(self, info: TraceInfo) -> None:
+        super()._on_trace(info)
+        self._watch.notice_at_trace()
+
+
+# -- jax.monitoring.clear_event_listeners, wrapped while a guard is installed ----------------------
+_ACTIVE: list[Watch] = []
+_ACTIVE_LOCK = threading.Lock()
+_ORIGINAL_CLEAR: list[Any] = []  # [JAX's function] while wrapped
+
+
+def arm(watch: Watch) -> None:
+    """Watch ``jax.monitoring.clear_event_listeners`` for this guard (from its install)."""
+    from jax import monitoring
+
+    with _ACTIVE_LOCK:
+        _ACTIVE.append(watch)
+        current = getattr(monitoring, "clear_event_listeners", None)
+        if not _ORIGINAL_CLEAR and current is not None:
+            _ORIGINAL_CLEAR.append(current)
+            monitoring.clear_event_listeners = _clear_event_listeners
+
+
+def disarm(watch: Watch) -> None:
+    """Stop watching for this guard; the last one puts JAX's function back (unless someone
+    replaced ours meanwhile)."""
+    from jax import monitoring
+
+    with _ACTIVE_LOCK:
+        if watch in _ACTIVE:
+            _ACTIVE.remove(watch)
+        if not _ACTIVE and _ORIGINAL_CLEAR:
+            original = _ORIGINAL_CLEAR.pop()
+            if getattr(monitoring, "clear_event_listeners", None) is _clear_event_listeners:
+                monitoring.clear_event_listeners = original
+
+
+def _clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
+    """JAX's ``clear_event_listeners``, then every installed guard puts its listeners back
+    and says so (under ``on="raise"``, ``GuardBlinded`` out of this call)."""
+    result = _ORIGINAL_CLEAR[0](*args, **kwargs) if _ORIGINAL_CLEAR else None
+    frame = _user_frame(sys._getframe(1))
+    with _ACTIVE_LOCK:
+        watches = list(_ACTIVE)
+    for watch in watches:
+        watch.restore_listeners()
+    for watch in watches:
+        watch._guard._blind("recompile-cli guard: jax.monitoring.clear_event_listeners()"
+                            + _at(frame) + " removed the guard's listeners; the guard put "
+                            "them back and goes on guarding", frame)
+    return result
+
+
+def _at(frame: types.FrameType | None) -> str:
+    return "" if frame is None else f" at {relative(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _event_of(events: Sequence[Event], compiled: Event) -> Event:
+    """``compiled`` as numbered in a snapshot (which numbers events by start time): found by
+    its function and start."""
+    for event in reversed(events):
+        if (event.compiled and event.function == compiled.function
+                and event.start_seconds == compiled.start_seconds):
+            return event
+    return [e for e in events if e.compiled][-1]
+
+
+def _user_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame of the user's code on the stack (the call that compiled)."""
+    while frame is not None:
+        if frames.is_user_file(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
