@@ -25,10 +25,15 @@ class FunctionTotals:
     traces: int = 0
     compiles: int = 0
     compile_seconds: float = 0.0
+    # jaxpr equations of its largest compiled program; None: not recorded (public-only hooks,
+    # JAX < 0.9, a session saved before the compile cost existed)
+    equations: int | None = None
 
     def __add__(self, other: FunctionTotals) -> FunctionTotals:
+        recorded = [n for n in (self.equations, other.equations) if n is not None]
         return FunctionTotals(self.traces + other.traces, self.compiles + other.compiles,
-                              self.compile_seconds + other.compile_seconds)
+                              self.compile_seconds + other.compile_seconds,
+                              max(recorded) if recorded else None)
 
 
 def baseline_key(name: str, defined_at: str | None) -> str:
@@ -41,12 +46,17 @@ def function_totals(reports: Iterable[Report]) -> dict[str, FunctionTotals]:
     """``file.py:name`` -> totals of every function that is not JAX's own, over all reports."""
     out: dict[str, FunctionTotals] = {}
     for report in reports:
+        equations: dict[str, int] = {}
+        for e in report.session.events:
+            if e.cost is not None:
+                key = baseline_key(e.function, e.defined_at)
+                equations[key] = max(equations.get(key, 0), e.cost.equations)
         for f in report.functions:
             if f.owner == Owner.JAX:
                 continue
             key = baseline_key(f.name, f.defined_at)
             out[key] = out.get(key, FunctionTotals()) + FunctionTotals(
-                f.traces, f.compiles, f.compile_seconds)
+                f.traces, f.compiles, f.compile_seconds, equations.get(key))
     return out
 
 
@@ -56,6 +66,8 @@ class FunctionChange:
     traces: tuple[int, int]
     compiles: tuple[int, int]
     compile_seconds: tuple[float, float]
+    # of the largest compiled program (None: not recorded in that run)
+    equations: tuple[int | None, int | None] = (None, None)
 
     @property
     def regressed(self) -> bool:
@@ -80,7 +92,8 @@ def diff_reports(old: Report, new: Report) -> tuple[list[FunctionChange], list[N
     for key in sorted(set(before) | set(after)):
         b, a = before.get(key, FunctionTotals()), after.get(key, FunctionTotals())
         changes.append(FunctionChange(key, (b.traces, a.traces), (b.compiles, a.compiles),
-                                      (b.compile_seconds, a.compile_seconds)))
+                                      (b.compile_seconds, a.compile_seconds),
+                                      (b.equations, a.equations)))
     return changes, _new_causes(old, new)
 
 

@@ -30,6 +30,9 @@ _Count = Annotated[int, msgspec.Meta(ge=0)]
 class _Counts(msgspec.Struct):
     traces: _Count = 0
     compiles: _Count = 0
+    compile_seconds: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    # of the largest compiled program; null: not recorded (it needs the private hooks)
+    equations: _Count | None = None
 
 
 class BaselineDocument(msgspec.Struct, kw_only=True):
@@ -57,7 +60,7 @@ def environment_of(reports: list[Report]) -> dict[str, str | None]:
 
 def baseline_text(reports: Iterable[Report]) -> str:
     reports = list(reports)
-    functions = {key: _Counts(t.traces, t.compiles)
+    functions = {key: _Counts(t.traces, t.compiles, round(t.compile_seconds, 6), t.equations)
                  for key, t in sorted(function_totals(reports).items())}
     return codec.indented(BaselineDocument(kind=BASELINE_KIND, environment=environment_of(reports),
                                            functions=functions))
@@ -87,7 +90,7 @@ def load_baseline(path: str | Path) -> Baseline:
                           f"({codec.reason(exc, data)}). {hint}.") from None
     if document.kind != BASELINE_KIND:
         raise BudgetError(f"{path} is not a recompile-cli baseline. {hint}.")
-    functions = {key: FunctionTotals(c.traces, c.compiles)
+    functions = {key: FunctionTotals(c.traces, c.compiles, c.compile_seconds, c.equations)
                  for key, c in document.functions.items()}
     return Baseline(str(path), document.environment, functions)
 

@@ -22,7 +22,8 @@ from recompile_cli.session.model import CauseCode
 
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
-_LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes")
+_LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
+           "max_equations")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
                 "static_argnames", "static_argnums", "no_jit")
 
@@ -37,6 +38,7 @@ class Budget:
     max_compile_seconds: float | None = None
     tolerance: float = DEFAULT_TOLERANCE  # max_compile_seconds may be exceeded by this fraction
     allowed_causes: tuple[CauseCode, ...] | None = None
+    max_equations: int | None = None  # jaxpr equations of any one compile (private hooks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +162,7 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     if not isinstance(raw, dict) or not raw:
         raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
     only_keys(raw, _LIMITS, where)
-    for key in ("max_compiles", "max_traces"):
+    for key in ("max_compiles", "max_traces", "max_equations"):
         value = raw.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value < 0):
@@ -184,7 +186,7 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
         causes = tuple(map(CauseCode, causes))
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
                   raw.get("max_compile_seconds"), float(raw.get("tolerance", DEFAULT_TOLERANCE)),
-                  causes)
+                  causes, raw.get("max_equations"))
 
 
 def _finite_non_negative(value: Any) -> bool:

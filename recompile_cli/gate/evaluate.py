@@ -2,8 +2,10 @@
 
 ``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
 (``--max-compiles`` is a budget on every user function), ``--fail-on`` cause codes, the steady
-state, a baseline, and counts a target that raised as an error, never as a pass: its run is in
-``errors`` and each of its budget rows carries the error (``BudgetRow.status`` is ``ERROR``).
+state, a baseline (its rules: ``gate.against_baseline``), and counts a target that raised as an
+error, never as a pass: its run is in ``errors`` and each of its budget rows carries the error
+(``BudgetRow.status`` is ``ERROR``). A limit on equations in a run that recorded none is a
+warning, or a violation under ``strict``, like a budget that matches no function.
 Pure: no I/O. Each problem is a ``Violation`` whose message names the function, the numbers and
 the causes of the excess compiles (argument, before -> after, call site); events are counted
 once each, however many of their arguments changed, and listed with all of them.
@@ -15,41 +17,22 @@ import dataclasses
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from recompile_cli.analysis.compare import baseline_key, function_totals
+from recompile_cli.analysis.compile_cost import largest_program, top_line_text
 from recompile_cli.analysis.report import Report
-from recompile_cli.gate.baseline import Baseline, environment_of
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.gate.against_baseline import NEEDS_PRIVATE_HOOKS, compare_baseline
+from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
+from recompile_cli.gate.rules import Rule as Rule  # re-exported: the gate's vocabulary
+from recompile_cli.gate.rules import Violation as Violation
+from recompile_cli.session import locations
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, function_key
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.cause import Cause
-
-
-class Rule(StrEnum):
-    """The gate a ``Violation`` broke."""
-
-    MAX_COMPILES = "max_compiles"
-    MAX_TRACES = "max_traces"
-    MAX_COMPILE_SECONDS = "max_compile_seconds"
-    ALLOWED_CAUSES = "allowed_causes"
-    STEADY_STATE = "steady_state"
-    FAIL_ON = "fail_on"
-    BASELINE = "baseline"
-    NO_MATCH = "no_match"  # with ``strict``, a budget that matches no function
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken gate, its ``rule``, and a message naming the function and the numbers."""
-
-    function: str
-    rule: Rule
-    message: str
-    call_site: str | None = None  # where the first offending compile was triggered
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +51,8 @@ class BudgetRow:
     max_compile_seconds: float | None
     violations: tuple[Violation, ...] = ()
     target_error: str | None = None
+    equations: int | None = None  # of its largest compiled program (None: not recorded)
+    max_equations: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -160,7 +145,8 @@ class _Found:
 
 
 def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
-             update_command: str = "", strict: bool = False) -> GateResult:
+             update_command: str = "", strict: bool = False,
+             compile_regression: float | None = None) -> GateResult:
     """Apply each run's gates, then the baseline to all runs together.
 
     Args:
@@ -170,6 +156,8 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             fails, fewer is an improvement, another JAX version or backend only warns.
         update_command: the command that updates the baseline, shown with improvements.
         strict: a budget pattern that matches no recorded function fails instead of warning.
+        compile_regression: with a baseline, fail where a function's compile seconds or its
+            largest program's equations grew by more than this many percent.
 
     Returns:
         The rows, violations, target errors, improvements and warnings; ``held`` is False when
@@ -186,6 +174,10 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
             if not rows and budget.pattern != "*":
                 _no_match(found, run.label, budget.pattern, strict)
+            unrecorded = [row.function for row in rows if row.compiles
+                          and row.equations is None and row.max_equations is not None]
+            if unrecorded:
+                _not_recorded(found, run.label, budget.pattern, unrecorded, strict)
         if gates.fail_on:
             found.violations += check_fail_on(run.report, gates.fail_on)
         if gates.steady_state_after is not None:
@@ -194,7 +186,11 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         if run.failure:
             found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
-        _compare_baseline(found, [run.report for run in runs], baseline, update_command)
+        against = compare_baseline([run.report for run in runs], baseline, update_command,
+                                   compile_regression, strict)
+        found.violations += against.violations
+        found.improvements += against.improvements
+        found.warnings += against.warnings
     return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),
                       tuple(found.improvements), tuple(found.warnings))
 
@@ -208,6 +204,17 @@ def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
         found.warnings.append(message)
 
 
+def _not_recorded(found: _Found, target: str, pattern: str, functions: list[str],
+                  strict: bool) -> None:
+    message = (f"{target}: the budget {pattern!r} limits max_equations, but this run recorded no "
+               f"equations for {', '.join(functions)} ({NEEDS_PRIVATE_HOOKS}); run with the "
+               "private hooks or remove the limit")
+    if strict:
+        found.violations.append(Violation(pattern, Rule.NOT_RECORDED, message))
+    else:
+        found.warnings.append(message)
+
+
 def check_budget(report: Report, target: str, budget: Budget,
                  owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)) -> list[BudgetRow]:
     """One row per function of ``owners`` whose name matches the budget's glob."""
@@ -216,11 +223,14 @@ def check_budget(report: Report, target: str, budget: Budget,
     for f in report.functions:
         if f.owner not in owners or not fnmatch.fnmatchcase(f.name, budget.pattern):
             continue
-        violations = tuple(_limits(report, budget, f.name, f.compile_seconds,
-                                   events.get(f.key, [])))
+        members = events.get(f.key, [])
+        equations, largest = largest_program(members)
+        violations = tuple(_limits(report, budget, f.name, f.compile_seconds, members))
         rows.append(BudgetRow(target, f.name, budget.pattern, f.compiles, budget.max_compiles,
                               f.traces, budget.max_traces, f.compile_seconds,
-                              budget.max_compile_seconds, violations))
+                              budget.max_compile_seconds, violations,
+                              equations=equations if largest is not None else None,
+                              max_equations=budget.max_equations))
     return rows
 
 
@@ -238,27 +248,34 @@ def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
     if budget.max_compiles is not None and len(compiled) > budget.max_compiles:
         excess = compiled[budget.max_compiles:]
         yield Violation(name, Rule.MAX_COMPILES, (
-            f"{name}: {len(compiled)} compiles, budget {budget.max_compiles}. Excess: "
-            f"{describe(report, excess)}"), excess[0].call_site)
+            f"{name}: {counted(len(compiled), 'compile')}, budget {budget.max_compiles}. Excess: "
+            f"{describe(report, excess)}"), _site(excess[0]))
     if budget.max_traces is not None and len(traced) > budget.max_traces:
         excess = traced[budget.max_traces:]
         yield Violation(name, Rule.MAX_TRACES, (
-            f"{name}: {len(traced)} traces, budget {budget.max_traces}. Excess: "
-            f"{describe(report, excess)}"), excess[0].call_site)
+            f"{name}: {counted(len(traced), 'trace')}, budget {budget.max_traces}. Excess: "
+            f"{describe(report, excess)}"), _site(excess[0]))
     if budget.max_compile_seconds is not None:
         limit = budget.max_compile_seconds * (1 + budget.tolerance)
         if compile_seconds > limit:
             yield Violation(name, Rule.MAX_COMPILE_SECONDS, (
                 f"{name}: {compile_seconds:.3f} s of XLA compile, budget "
                 f"{budget.max_compile_seconds:.3f} s (+{budget.tolerance:.0%} tolerance)"),
-                compiled[0].call_site if compiled else None)
+                _site(compiled[0]) if compiled else None)
+    if budget.max_equations is not None:
+        equations, event = largest_program(compiled)
+        if event is not None and equations > budget.max_equations:
+            yield Violation(name, Rule.MAX_EQUATIONS, (
+                f"{name}: a compiled program of {equations:,} jaxpr equations, budget "
+                f"{budget.max_equations:,}{'; ' if event.cost and event.cost.lines else ''}"
+                f"{top_line_text(event)}"), _site(event))
     if budget.allowed_causes is not None:
         bad = [e for e in events if (e.traced or e.compiled) and e.depth == 0
                and report.primary(e).code not in budget.allowed_causes]
         if bad:
             yield Violation(name, Rule.ALLOWED_CAUSES, (
                 f"{name}: causes outside {', '.join(budget.allowed_causes)}: "
-                f"{describe(report, bad)}"), bad[0].call_site)
+                f"{describe(report, bad)}"), _site(bad[0]))
 
 
 def check_steady_state(report: Report, after: int, of: frozenset[str] | None = None
@@ -277,9 +294,18 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
     functions = sorted({e.function for e in late})
     assert first.call_index is not None
     return [Violation(name, Rule.STEADY_STATE, (
-        f"After a warm-up of {after} call(s) of {name}, {' and '.join(functions)} compiled "
-        f"{len(late)} more time(s), first during call {first.call_index + 1}: "
-        f"{describe(report, late)}"), first.call_site)]
+        f"After a warm-up of {counted(after, 'call')} of {name}, {' and '.join(functions)} "
+        f"compiled {counted(len(late), 'more time')}, "
+        f"first during call {first.call_index + 1}: "
+        f"{describe(report, late)}"), _site(first))]
+
+
+def _site(event: Event) -> str | None:
+    """A violation's place in the source (GitHub annotates that line): the call site, else
+    where the function is defined (a spec's call, ``shapes.yaml calls[1]``, has no line)."""
+    if locations.parse(event.call_site) is None and event.defined_at:
+        return event.defined_at
+    return event.call_site
 
 
 def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]:
@@ -297,8 +323,8 @@ def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]
         seen = {cause.code for e in events for cause in report.causes[e.seq]}
         named = ", ".join(code for code in wanted if code in seen)
         out.append(Violation(name, Rule.FAIL_ON, (
-            f"{name}: {len(events)} event(s) with cause {named} (--fail-on): "
-            f"{describe(report, events, codes=wanted)}"), events[0].call_site))
+            f"{name}: {counted(len(events), 'event')} with cause {named} (--fail-on): "
+            f"{describe(report, events, codes=wanted)}"), _site(events[0])))
     return out
 
 
@@ -335,32 +361,3 @@ def _causes_text(causes: list[Cause], limit: int = 4) -> str:
         previous = cause.code
     more = f", ... {len(causes) - limit} more" if len(causes) > limit else ""
     return ", ".join(parts) + more
-
-
-def _compare_baseline(found: _Found, reports: list[Report], baseline: Baseline,
-                      update_command: str) -> None:
-    """More compiles than the baseline, or a new function that compiles, fails; fewer is an
-    improvement; another JAX version or backend is only a warning."""
-    environment = environment_of(reports)
-    for name in ("jax_version", "backend"):
-        then, this = baseline.environment.get(name), environment.get(name)
-        if then != this:
-            found.warnings.append(f"the baseline {relative(baseline.path)} was made with {name} "
-                                  f"{then}, this run has {this}: counts may differ for that "
-                                  "reason")
-    sites = {baseline_key(e.function, e.defined_at): e.call_site for r in reports
-             for e in r.session.events if e.compiled}
-    for key, now in function_totals(reports).items():
-        before = baseline.functions.get(key)
-        if before is None and now.compiles > 0:
-            found.violations.append(Violation(key, Rule.BASELINE, (
-                f"{key}: new function compiles {now.compiles} time(s); not in the baseline "
-                f"{relative(baseline.path)}"), sites.get(key)))
-        elif before is not None and now.compiles > before.compiles:
-            found.violations.append(Violation(key, Rule.BASELINE, (
-                f"{key}: {now.compiles} compiles, baseline {before.compiles} "
-                f"(+{now.compiles - before.compiles})"), sites.get(key)))
-        elif before is not None and now.compiles < before.compiles:
-            found.improvements.append(
-                f"{key}: {now.compiles} compiles, baseline {before.compiles} "
-                f"(-{before.compiles - now.compiles}). Update the baseline: {update_command}")

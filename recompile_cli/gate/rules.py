@@ -1,0 +1,39 @@
+"""The gate's vocabulary: the ``Rule`` a problem broke and the ``Violation`` that reports it.
+
+Shared by the gate evaluator (``gate.evaluate``) and the baseline rules (``gate.against_baseline``);
+``gate.evaluate`` re-exports both. Pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Rule(StrEnum):
+    """The gate a ``Violation`` broke."""
+
+    MAX_COMPILES = "max_compiles"
+    MAX_TRACES = "max_traces"
+    MAX_COMPILE_SECONDS = "max_compile_seconds"
+    ALLOWED_CAUSES = "allowed_causes"
+    STEADY_STATE = "steady_state"
+    FAIL_ON = "fail_on"
+    BASELINE = "baseline"
+    NO_MATCH = "no_match"  # with ``strict``, a budget that matches no function
+    MAX_EQUATIONS = "max_equations"
+    COMPILE_REGRESSION = "compile_regression"  # --fail-on-compile-regression, with a baseline
+    # with ``strict``, a limit on equations where the run recorded none (public-only hooks)
+    NOT_RECORDED = "not_recorded"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken gate, its ``rule``, and a message naming the function and the numbers."""
+
+    function: str
+    rule: Rule
+    message: str
+    # where the first offending compile was triggered; for a call made by a spec file (no
+    # source line: ``spec.yaml calls[1]``), where the function is defined (``_site``)
+    call_site: str | None = None
