@@ -1,8 +1,8 @@
 """The argument spec: YAML that lists the calls to make, validated completely before any JAX work.
 
 ``load_spec`` reads and validates a file into frozen dataclasses (sweeps expanded, placeholders
-substituted); an error names the file, the line and the field. ``materialize`` turns one call's
-value specs into real arguments and is the only function here that imports JAX.
+substituted); an error names the file, the line and the field. Nothing here imports JAX:
+``inputs.materialize`` turns one call's value specs into real arguments.
 
 Resource limits are checked before anything is allocated: the number of calls a spec makes
 (``repeat`` times every sweep combination, summed over ``calls``) may not exceed ``max_calls``
@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -46,7 +45,6 @@ __all__ = [
     "Spec",
     "TupleSpec",
     "load_spec",
-    "materialize",
     "single_call",
 ]
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
@@ -131,13 +129,14 @@ def single_call() -> Spec:
 
 
 def load_spec(path: str | Path, *, max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTES,
-              max_calls: int = DEFAULT_MAX_CALLS) -> Spec:
+              max_calls: int = DEFAULT_MAX_CALLS, option: str = "--args") -> Spec:
     """Read and validate a spec file. Raises ``SpecError`` naming file, line and field.
 
     ``max_calls`` caps the calls the spec makes and ``max_array_bytes`` the size of each array,
-    both checked before anything is expanded or allocated."""
+    both checked before anything is expanded or allocated; ``option`` is how the user gave
+    the file, named when it cannot be read."""
     path = Path(path)
-    text = read_text(path, SpecError, "spec file", " Pass an existing YAML file with --args.")
+    text = read_text(path, SpecError, "spec file", f" Pass an existing YAML file with {option}.")
     data = load_yaml(path, text, SpecError)
     try:
         return _parse(str(path), data, _Limits(max_array_bytes, max_calls))
@@ -371,61 +370,3 @@ def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: Where, limit: 
                              f"{size:,} bytes ({size / 1024 ** 3:.3g} GiB), more than the limit "
                              f"of {limit:,} bytes per array. Use a smaller shape, or raise the "
                              "limit (--max-array-bytes)")
-
-
-# -- materialization (JAX work starts here) --------------------------------------------------------
-def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]]) -> Any:
-    """Build the real argument for a value spec; ``resolve`` turns 'module:function' into code."""
-    import jax.numpy as jnp
-
-    if isinstance(value, ArraySpec):
-        data = _fill(value)
-        return jnp.asarray(data) if value.kind == ArrayKind.ARRAY else data
-    if isinstance(value, ScalarSpec):
-        return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
-    if isinstance(value, TupleSpec):
-        return tuple(materialize(v, resolve) for v in value.items)
-    if isinstance(value, list):
-        return [materialize(v, resolve) for v in value]
-    if isinstance(value, dict):
-        return {k: materialize(v, resolve) for k, v in value.items()}
-    if isinstance(value, CallSpec):
-        fn = resolve(value.ref)
-        return fn(*(materialize(v, resolve) for v in value.args),
-                  **{k: materialize(v, resolve) for k, v in value.kwargs.items()})
-    return value
-
-
-def _fill(value: ArraySpec) -> Any:
-    """The numpy array of an ``ArraySpec``, built directly in its dtype.
-
-    Floats (float32, float64) come straight from the generator; float16, bfloat16 and complex
-    go through float32 (float64 for complex128) values; ``normal`` integers lie in [-3, 3]
-    ([0, 3] unsigned), ``uniform`` integers in [0, 9]; booleans are random for both."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    dtype = np.dtype(jnp.dtype(value.dtype))
-    shape, fill = value.shape, value.fill
-    if fill == Fill.ZEROS:
-        return np.zeros(shape, dtype)
-    if fill == Fill.ONES:
-        return np.ones(shape, dtype)
-    native = dtype in (np.dtype(np.float32), np.dtype(np.float64))
-    real = np.dtype(np.float64) if dtype == np.dtype(np.complex128) else np.dtype(np.float32)
-    if fill == Fill.ARANGE:
-        size = math.prod(shape)
-        if native or dtype.kind in "iu":
-            return np.arange(size, dtype=dtype).reshape(shape)
-        return np.arange(size, dtype=real).reshape(shape).astype(dtype)
-    rng = np.random.default_rng(value.seed)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape, dtype=dtype)
-    if dtype.kind in "iu":
-        low, high = (-3, 4) if fill == Fill.NORMAL and dtype.kind == "i" else (
-            (0, 4) if fill == Fill.NORMAL else (0, 10))
-        return rng.integers(low, high, size=shape, dtype=dtype)
-    draw = rng.standard_normal if fill == Fill.NORMAL else rng.random
-    if native:
-        return draw(shape, dtype=dtype)
-    return draw(shape, dtype=real).astype(dtype)

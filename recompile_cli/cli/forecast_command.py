@@ -1,0 +1,76 @@
+"""``recompile-cli forecast TARGET --args SPEC.yaml``: the compiles a workload will need, and
+which a warm-up misses, found by tracing on abstract arguments before anything runs.
+
+Registered on the application in ``cli.app``; it reads the specs, calls ``forecasting``, and
+hands the predicted session to the same report, save and gate path as ``profile``
+(``cli.finish``), so the formats, ``--max-compiles``, ``--fail-on``, baselines and exit codes
+are ``profile``'s: 0, 1 when a gate fails, 2 for bad input, 3 when a call's trace raised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recompile_cli.cli import finish, options_cli
+from recompile_cli.cli.options_cli import (
+    AllOption,
+    BaselineOption,
+    FailOnOption,
+    FormatOption,
+    HookOption,
+    JunitOption,
+    MaxArrayOption,
+    MaxCallsOption,
+    MaxCompilesOption,
+    OutputOption,
+    SaveBaselineOption,
+    SaveOption,
+    StaticArgnamesOption,
+    StaticArgnumsOption,
+    spec_of,
+)
+from recompile_cli.cli.output import user_errors
+from recompile_cli.session.model import HookMode
+
+
+def forecast(
+    target: Annotated[str, typer.Argument(
+        help="The function: package.module:function, path/file.py:function, "
+        "mod:Class.method.")],
+    args: Annotated[Path | None, typer.Option(
+        "--args", "-a",
+        help="YAML spec of the workload's calls (default: one call, no args).")] = None,
+    warmup: Annotated[Path | None, typer.Option(
+        "--warmup", help="YAML spec of warm-up calls made first: the report lists each "
+        "signature of the workload they do not cover (it compiles at run time).")] = None,
+    lower: Annotated[bool, typer.Option(
+        "--lower", help="Also lower each new signature to StableHLO (measured; still no "
+        "compile), as jit's lowering cache keys it.")] = False,
+    static_argnames: StaticArgnamesOption = None, static_argnums: StaticArgnumsOption = None,
+    keep_going: Annotated[bool, typer.Option(
+        "--keep-going", help="Trace the remaining calls after one raises.")] = False,
+    fmt: FormatOption = None, output_path: OutputOption = None,
+    save: SaveOption = None, show_all: AllOption = False,
+    hook_mode: HookOption = HookMode.PRIVATE,
+    max_compiles: MaxCompilesOption = None, fail_on: FailOnOption = None,
+    save_baseline: SaveBaselineOption = None,
+    baseline: BaselineOption = None, junit_xml: JunitOption = None,
+    max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
+) -> None:
+    """Predict every compile of TARGET over the spec's calls without running or compiling
+    anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
+    jit(f).trace()."""
+    from recompile_cli.forecasting import forecast_target
+
+    with user_errors():
+        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
+                                 baseline, save_baseline, junit_xml, None)
+        spec = spec_of(args, max_array_bytes, max_calls)
+        warm = spec_of(warmup, max_array_bytes, max_calls, "--warmup") if warmup else None
+        jit_options = options_cli.jit_options(spec, static_argnames, static_argnums)
+        done = forecast_target(target, spec, jit_options, warmup=warm, lower=lower,
+                               keep_going=keep_going, hook_mode=hook_mode)
+    finish.finish(done.outcome, request)

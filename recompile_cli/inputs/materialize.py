@@ -1,0 +1,76 @@
+"""Materialization: one call's value specs (``inputs.spec``) turned into real arguments.
+
+The only module of ``inputs`` that imports JAX (and numpy), inside its functions: arrays are
+built directly in their dtype from the spec's fill and seed, scalars as JAX scalars, and
+``call:`` values by calling the user's function that ``resolve`` returns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from recompile_cli.inputs.spec import ArrayKind, ArraySpec, CallSpec, Fill, ScalarSpec, TupleSpec
+
+
+def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]],
+                array: Callable[[ArraySpec | ScalarSpec], Any] | None = None) -> Any:
+    """Build the real argument for a value spec; ``resolve`` turns 'module:function' into code.
+    ``array``, if given, builds each array and scalar of the spec instead (``forecast``: an
+    abstract ``jax.ShapeDtypeStruct``, so that nothing is computed)."""
+    import jax.numpy as jnp
+
+    if array is not None and isinstance(value, (ArraySpec, ScalarSpec)):
+        return array(value)
+    if isinstance(value, ArraySpec):
+        data = _fill(value)
+        return jnp.asarray(data) if value.kind == ArrayKind.ARRAY else data
+    if isinstance(value, ScalarSpec):
+        return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
+    if isinstance(value, TupleSpec):
+        return tuple(materialize(v, resolve, array) for v in value.items)
+    if isinstance(value, list):
+        return [materialize(v, resolve, array) for v in value]
+    if isinstance(value, dict):
+        return {k: materialize(v, resolve, array) for k, v in value.items()}
+    if isinstance(value, CallSpec):
+        fn = resolve(value.ref)
+        return fn(*(materialize(v, resolve) for v in value.args),  # user code: real values
+                  **{k: materialize(v, resolve) for k, v in value.kwargs.items()})
+    return value
+
+
+def _fill(value: ArraySpec) -> Any:
+    """The numpy array of an ``ArraySpec``, built directly in its dtype.
+
+    Floats (float32, float64) come straight from the generator; float16, bfloat16 and complex
+    go through float32 (float64 for complex128) values; ``normal`` integers lie in [-3, 3]
+    ([0, 3] unsigned), ``uniform`` integers in [0, 9]; booleans are random for both."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    dtype = np.dtype(jnp.dtype(value.dtype))
+    shape, fill = value.shape, value.fill
+    if fill == Fill.ZEROS:
+        return np.zeros(shape, dtype)
+    if fill == Fill.ONES:
+        return np.ones(shape, dtype)
+    native = dtype in (np.dtype(np.float32), np.dtype(np.float64))
+    real = np.dtype(np.float64) if dtype == np.dtype(np.complex128) else np.dtype(np.float32)
+    if fill == Fill.ARANGE:
+        size = math.prod(shape)
+        if native or dtype.kind in "iu":
+            return np.arange(size, dtype=dtype).reshape(shape)
+        return np.arange(size, dtype=real).reshape(shape).astype(dtype)
+    rng = np.random.default_rng(value.seed)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape, dtype=dtype)
+    if dtype.kind in "iu":
+        low, high = (-3, 4) if fill == Fill.NORMAL and dtype.kind == "i" else (
+            (0, 4) if fill == Fill.NORMAL else (0, 10))
+        return rng.integers(low, high, size=shape, dtype=dtype)
+    draw = rng.standard_normal if fill == Fill.NORMAL else rng.random
+    if native:
+        return draw(shape, dtype=dtype)
+    return draw(shape, dtype=real).astype(dtype)
