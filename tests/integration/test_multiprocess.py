@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,13 +36,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_job(folder: Path, *script_args: str, processes: int = 2) -> list[tuple[int, str, str]]:
+def run_job(folder: Path, *script_args: str, processes: int = 2,
+            options: Sequence[str] = (), timeout: float = TIMEOUT
+            ) -> list[tuple[int, str, str]]:
     """Run ``distributed_step.py`` as a job of ``processes`` processes, each under
-    ``recompile-cli run``; (exit code, stdout, stderr) per process."""
+    ``recompile-cli run`` with ``options``; (exit code, stdout, stderr) per process. A process
+    still running after ``timeout`` seconds is killed and fails the test."""
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     env.update(JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
     port = free_port()
-    commands = [[sys.executable, "-m", "recompile_cli", "run",
+    commands = [[sys.executable, "-m", "recompile_cli", "run", *options,
                  "--save", "reports/run-{process}.json",
                  "--events-log", "reports/events-{process}.jsonl",
                  str(SCRIPT), "--coordinator", f"127.0.0.1:{port}",
@@ -53,7 +57,7 @@ def run_job(folder: Path, *script_args: str, processes: int = 2) -> list[tuple[i
             started.append(subprocess.Popen(  # the events log opens before the job starts:
                 command, cwd=folder, env={**env, "JAX_PROCESS_ID": str(i)},  # its {process}
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + timeout
         results = []
         for process in started:
             out, err = process.communicate(timeout=max(deadline - time.monotonic(), 1))
@@ -119,8 +123,11 @@ def test_merge_reports_where_one_process_feeds_a_different_batch(cli, tmp_path, 
         "step", 2, {"0": 1, "1": 2})
     if PRIVATE_HOOKS:  # signatures (argument values) need JAX's tracing hooks
         assert "Divergence: 1 function compiles differently across processes" in result.stdout
-        assert ("batch['x']: f32[32,8] (compiled before, not traced again) on process 0; "
-                "f32[16,8] on process 1") in result.stdout
+        # Global shapes (each process's rows times 2), with their sharding over the processes.
+        [line] = [x for x in result.stdout.splitlines() if x.strip().startswith("batch['x']:")]
+        assert line.strip().startswith("batch['x']: f32[64,8](")
+        assert "(compiled before, not traced again) on process 0; f32[32,8](" in line
+        assert line.endswith(" on process 1")
         assert divergence["aspects"] == ["compile count", "signatures", "causes"]
         assert [d["argument"] for d in divergence["differences"]] == ["batch['x']",
                                                                       "batch['y']"]

@@ -1,0 +1,115 @@
+"""Part of the JAX-internals layer (with ``jax_internals``): JAX's distributed key-value store.
+
+``jax.distributed.initialize`` starts a coordination service on process 0 and connects every
+process to it with a client, ``jax._src.distributed.global_state.client`` (private). The client
+has a key-value store that every process of the job reads and writes; ``--check-hosts``
+(``capture.host_check``) exchanges its entries there, so that no other server is needed.
+
+Checked on JAX 0.10.2 and 0.12.0.1 (``DistributedRuntimeClient``): ``key_value_set(key, value,
+allow_overwrite=False)``, ``blocking_key_value_get(key, timeout_in_ms)`` (raises on timeout),
+``key_value_try_get(key)`` (raises when the key is missing; JAX 0.4.30 lacks it, and a wait of
+1 ms stands in) and ``key_value_dir_get(prefix)``.
+Everything is feature-detected: ``connect()`` returns None (and ``why_not()`` says why) when
+the job has one process, ``initialize`` has not run, or the client lacks a method. No method of
+``Store`` raises: a failed read is ``None`` (missing), a failed write ``False``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_METHODS = ("key_value_set", "blocking_key_value_get", "key_value_dir_get")
+NOT_STARTED = "jax.distributed.initialize has not run"
+ONE_PROCESS = "the job has one process"
+NOTHING_TO_CHECK = (NOT_STARTED, ONE_PROCESS)  # the other reasons: a job that cannot be checked
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """The job's key-value store, as this process (``index`` of ``count``) reaches it."""
+
+    client: Any
+    index: int
+    count: int
+
+    def alive(self) -> bool:
+        """Whether JAX still holds this client (``jax.distributed.shutdown`` drops it)."""
+        state = _state()
+        return state is not None and getattr(state, "client", None) is self.client
+
+    def put(self, key: str, value: str) -> bool:
+        """Write ``key`` once; False when it exists already or the store cannot be reached."""
+        if not self.alive():
+            return False
+        try:
+            self.client.key_value_set(key, value)
+        except Exception:  # ALREADY_EXISTS, or the service is gone
+            return False
+        return True
+
+    def wait(self, key: str, seconds: float) -> str | None:
+        """``key``'s value, waiting up to ``seconds`` for it to be written; None if it is not."""
+        if not self.alive():
+            return None
+        try:
+            return str(self.client.blocking_key_value_get(key, max(int(seconds * 1000), 1)))
+        except Exception:  # DEADLINE_EXCEEDED, or the service is gone
+            return None
+
+    def get(self, key: str) -> str | None:
+        """``key``'s value now, or None."""
+        if not self.alive():
+            return None
+        try:
+            if not hasattr(self.client, "key_value_try_get"):  # JAX < 0.4.3x: a short wait
+                return str(self.client.blocking_key_value_get(key, 1))
+            return str(self.client.key_value_try_get(key))
+        except Exception:  # NOT_FOUND
+            return None
+
+    def under(self, prefix: str) -> list[tuple[str, str]]:
+        """Every (key, value) whose key starts with ``prefix`` (a folder: ends with ``/``)."""
+        if not self.alive():
+            return []
+        try:
+            return [(str(k), str(v)) for k, v in self.client.key_value_dir_get(prefix)]
+        except Exception:
+            return []
+
+
+def _state() -> Any:
+    try:
+        from jax._src import distributed
+
+        return distributed.global_state
+    except Exception:  # a JAX without this module
+        return None
+
+
+def why_not() -> str | None:
+    """None when ``connect()`` finds a store, else why it does not (one phrase)."""
+    state = _state()
+    if state is None:
+        return "this JAX has no jax._src.distributed.global_state"
+    client = getattr(state, "client", None)
+    if client is None:
+        return NOT_STARTED
+    missing = [m for m in _METHODS if not callable(getattr(client, m, None))]
+    if missing:
+        return f"JAX's distributed client lacks {', '.join(missing)}"
+    try:
+        if int(state.num_processes) <= 1:
+            return ONE_PROCESS
+        int(state.process_id)
+    except Exception:
+        return "JAX's distributed state has no process_id / num_processes"
+    return None
+
+
+def connect() -> Store | None:
+    """The store of the job this process belongs to; None for a single process (``why_not``)."""
+    if why_not() is not None:
+        return None
+    state = _state()
+    return Store(state.client, int(state.process_id), int(state.num_processes))

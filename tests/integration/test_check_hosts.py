@@ -1,0 +1,173 @@
+"""``run --check-hosts``: a real two-process ``jax.distributed`` job on CPU (gloo collectives,
+one global batch, one jitted step reducing over it) is stopped on every process at the compile
+where the processes part, before the step runs; the identical job runs to its end.
+
+The jobs are those of ``test_multiprocess`` (``run_job``: 127.0.0.1, a free port, bounded in
+time, killed if they outlive the bound). A job that diverges at step 2 is the hard case: only
+process 1 compiles, process 0 runs its cached step and waits in the collective.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import test_multiprocess
+from helpers import SAMPLES
+from jax_support import PRIVATE_HOOKS
+from test_multiprocess import SCRIPT, free_port, run_job
+
+from recompile_cli.capture.process import LAUNCHER_VARIABLES
+from recompile_cli.session.files import load_session
+
+CHECK = ("--check-hosts", "--host-timeout", "20")
+BOUND = 60  # seconds for the whole job, startup included
+
+
+def stopped(folder: Path, results: list[tuple[int, str, str]]) -> list[str]:
+    """Each process's message, after checking that every process exited 3, ran step 1, never
+    printed a step-2 result, and wrote its report with the message as the failure."""
+    messages = []
+    for i, (code, out, err) in enumerate(results):
+        assert code == 3, f"process {i}:\n{out}\n{err}"
+        assert f"process {i} of 2: step 1 loss" in out
+        assert "step 2 loss" not in out, out
+        failure = load_session(folder / f"reports/run-{i}.json").target_exception
+        assert failure is not None and "recompile-cli --check-hosts: " in failure
+        assert failure in out  # the report printed names it
+        messages.append(failure)
+    return messages
+
+
+def test_a_process_that_compiles_alone_stops_every_process(tmp_path):
+    messages = stopped(tmp_path, run_job(tmp_path, "--diverge-at", "2", options=CHECK,
+                                         timeout=BOUND))
+    for message in messages:  # process 1 waited for process 0, which ran its cached step
+        assert ("process 1 compiled a new program of step (" in message
+                and "at its 2nd checked compile of step, and process 0 compiled nothing "
+                    "within 20 s (--host-timeout): process 0 still runs the program of step "
+                    "compiled before." in message), message
+        if PRIVATE_HOOKS:  # the global shapes of both processes
+            assert "step: batch['x'] is f32[64,8](" in message
+            assert ") on process 0 and f32[32,8](" in message
+            assert ") on process 1." in message
+
+
+def test_processes_that_compile_different_programs_stop_at_once(tmp_path):
+    results = run_job(tmp_path, "--diverge-at", "1", options=CHECK, timeout=BOUND)
+    for i, (code, out, err) in enumerate(results):
+        assert code == 3, f"process {i}:\n{out}\n{err}"
+        assert "step 1 loss" not in out
+        message = load_session(tmp_path / f"reports/run-{i}.json").target_exception
+        assert message is not None and message in out
+        assert ("the processes compiled different programs of step (" in message
+                and "at their 1st checked compile." in message), message
+        if PRIVATE_HOOKS:
+            assert "step: batch['x'] is f32[64,8](" in message
+            assert ") on process 0 and f32[32,8](" in message
+
+
+def test_the_identical_job_runs_every_step(tmp_path):
+    for i, (code, out, err) in enumerate(run_job(tmp_path, options=CHECK, timeout=BOUND)):
+        assert code == 0, f"process {i}:\n{out}\n{err}"
+        for step in (1, 2, 3):
+            assert f"process {i} of 2: step {step} loss" in out
+        assert load_session(tmp_path / f"reports/run-{i}.json").target_exception is None
+
+
+def test_the_guard_raises_from_the_call_that_compiled_on_every_process(tmp_path):
+    """``RECOMPILE_CLI_GUARD=...,check_hosts=N python -m recompile_cli.guards``: the job's
+    processes compile different programs at their first step; each raises ``HostsDiverged``."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    env.update(JAX_PLATFORMS="cpu", RECOMPILE_CLI_GUARD="warn:100,check_hosts=20")
+    port = free_port()
+    jobs = [subprocess.Popen(
+        [sys.executable, "-m", "recompile_cli.guards", str(SCRIPT), "--coordinator",
+         f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i), "--diverge-at",
+         "1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(2)]
+    try:
+        results = [job.communicate(timeout=BOUND) for job in jobs]
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()
+                job.communicate()
+    for job, (out, err) in zip(jobs, results, strict=True):
+        assert job.returncode != 0 and "loss" not in out, out
+        assert ("HostsDiverged: recompile-cli --check-hosts: the processes compiled different "
+                "programs of step (") in err, err[-3000:]
+
+
+# The reviewer's case: process 0 alone runs a jitted metrics helper (two programs of it) on
+# arrays of its own after step 1. Those programs run on process 0's device only, so they are
+# not exchanged: the job runs to its end.
+LOCAL_HELPER = f"""
+import sys
+sys.path.insert(0, {str(SAMPLES)!r})
+import jax, jax.numpy as jnp, numpy as np
+import distributed_step
+
+metrics = jax.jit(lambda x: jnp.sum(x * x))
+shared_step = distributed_step.step
+
+def step(params, batch):
+    loss = shared_step(params, batch)
+    if jax.process_index() == 0:
+        for n in (3, 4):
+            print("local-metric", float(metrics(np.ones(n, np.float32))), flush=True)
+    return loss
+
+distributed_step.step = step
+distributed_step.main()
+"""
+
+
+def test_a_program_that_only_one_process_compiles_on_its_own_devices_stops_nothing(
+        tmp_path, monkeypatch):
+    script = tmp_path / "with_metrics.py"
+    script.write_text(LOCAL_HELPER)
+    monkeypatch.setattr(test_multiprocess, "SCRIPT", script)
+    results = run_job(tmp_path, options=CHECK, timeout=BOUND)
+    for i, (code, out, err) in enumerate(results):
+        assert code == 0, f"process {i}:\n{out}\n{err}"
+        for step in (1, 2, 3):
+            assert f"process {i} of 2: step {step} loss" in out
+        assert ("local-metric" in out) == (i == 0)
+        session = load_session(tmp_path / f"reports/run-{i}.json")
+        assert session.target_exception is None
+        assert not any("check-hosts" in w for w in session.warnings)
+        helper = [e for e in session.events if e.compiled and "lambda" in e.function]
+        assert len(helper) == (2 if i == 0 else 0)  # compiled, and checked against no one
+
+
+def test_host_timeout_is_checked_and_needs_check_hosts(cli, program, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = program("one", "print('ran')\n")
+    for flags, words in [(("--host-timeout", "5"), "pass --check-hosts too"),
+                         (("--check-hosts", "--host-timeout", "inf"), "--host-timeout=inf"),
+                         (("--check-hosts", "--host-timeout", "1e308"), "at most 86400"),
+                         (("--check-hosts", "--host-timeout", "0"), "above 0")]:
+        result = cli("run", *flags, script)
+        assert result.exit_code == 2, (flags, result.stdout)
+        assert words in result.stdout + result.stderr and "Traceback" not in result.stdout
+        assert "ran" not in result.stdout  # refused before the script runs
+
+
+def test_a_single_process_records_the_same_events_as_without_the_check(cli, program, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = program("one", "import jax\nf = jax.jit(lambda x: x + 1)\nf(1.0)\nf(2)\n"
+                     "g = jax.jit(lambda x: x * 2)\ng(1.0)\n")
+    shown = {}
+    for name, flags in (("plain", ()), ("checked", CHECK)):
+        result = cli("run", *flags, "--format", "json", "--output", f"{name}.json", script)
+        assert result.exit_code == 0, result.stdout
+        assert "check-hosts" not in (tmp_path / f"{name}.json").read_text()
+        session = load_session(tmp_path / f"{name}.json")
+        shown[name] = [(e.function, e.traced, e.compiled, e.signature and e.signature.describe())
+                       for e in session.events]
+    assert len([e for e in shown["plain"] if e[2]]) >= 3  # f twice, g once
+    assert shown["checked"] == shown["plain"]
