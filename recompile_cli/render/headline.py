@@ -1,6 +1,7 @@
 """The opening of every human report (terminal, Markdown, the HTML page and the notebook's
-inline report): your functions first, one line each (``train_step: 2 compiles, 1 re-compile
-(shape)``), then what JAX's and libraries' own functions compiled, then the run's totals.
+inline report): what a public-only recording cannot tell, when it is one; your functions first,
+one line each (``train_step: 2 compiles, 1 re-compile (shape)``), then what JAX's and
+libraries' own functions compiled, then the run's totals.
 
 A first compile is called a first compile and never counts as a re-compile (``analysis.tally``
 draws the line). The lines are plain text quoting values from the session; each format makes
@@ -9,12 +10,14 @@ them inert where it writes them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report
+from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.tally import Tally
-from recompile_cli.session.model import CauseCode, Owner, function_key
+from recompile_cli.session.model import CauseCode, HookMode, Owner, function_key
 
 LISTED = 5  # functions of yours with a line of their own; the rest are summed up in one
 
@@ -29,10 +32,12 @@ class Headline:
     yours: str | None
     others: str | None
     overall: str
+    mode: str | None = None  # public-only: what the report cannot tell, said before anything
 
     @property
     def lines(self) -> list[str]:
-        return [*self.functions, *([self.yours] if self.yours else []),
+        return [*([self.mode] if self.mode else []), *self.functions,
+                *([self.yours] if self.yours else []),
                 *([self.others] if self.others else []), self.overall]
 
 
@@ -52,7 +57,20 @@ def headline(report: Report) -> Headline:
                      else "no function of yours was traced or compiled"]
     user = report.totals.by_owner.get(Owner.USER)
     yours = _yours(user) if user is not None and len(busy) > 1 else None
-    return Headline(functions, yours, _others(report.functions), _overall(report))
+    return Headline(functions, yours, _others(report.functions), _overall(report),
+                    public_only_note(report))
+
+
+def public_only_note(report: Report) -> str | None:
+    """What a public-only recording cannot tell, and why it is one; ``None`` for private."""
+    env = report.session.environment
+    if env.hook_mode != HookMode.PUBLIC_ONLY:
+        return None
+    version = tuple(int(part) for part in re.findall(r"\d+", env.jax_version)[:2])
+    why = (f"JAX {env.jax_version} lacks the internals of JAX >= 0.9" if version < (0, 9)
+           else "chosen with --hook-mode public-only")
+    return (f"public-only mode ({why}): counts and times only; causes are unknown, with no "
+            "argument changes; locations and call counts only with --count-calls")
 
 
 def function_tallies(report: Report) -> list[tuple[FunctionRow, Tally]]:
@@ -127,7 +145,3 @@ def _causes(counts: Counter[CauseCode] | Counter[str]) -> str:
         return str(next(iter(counts)))
     return ", ".join(f"{code} {n}" for code, n in counts.most_common())
 
-
-def counted(count: int, noun: str) -> str:
-    """``1 compile``, ``2 compiles``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"

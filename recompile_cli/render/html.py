@@ -1,14 +1,18 @@
 """The HTML report: ``render`` writes a self-contained page (``--format html``) and ``fragment``
 the same report as a piece of HTML for a notebook's output (``RecompileReport._repr_html_``).
 
-Both show the same sections: the summary (your functions' compiles first, one line per
-function of yours, then JAX's and libraries' and the run's totals: ``render.headline``), gate
-violations (when given), the cost-ranked causes, a compile timeline per function (inline SVG),
-the functions, the events with their argument changes, suggestions and warnings (stale captures
-included). Their style and the page's script
-are package files (``assets/report.css``, ``assets/report.js``) written into the HTML, so that
-no network access is needed to open it; the fragment has no script. Click a column header of
-the page to sort its table (again to reverse).
+Both show the same sections, in the order a person acts on them: the summary (what a
+public-only recording cannot tell, when it is one; cards and one line per function of yours,
+then JAX's and libraries' and the run's totals: ``render.headline``), then what to fix (gate
+violations when given, the failure of the recorded code, the suggestions, the re-compilations
+ranked by cost), then pictures (``render.charts``: compile seconds per function split by cause;
+for a shape sweep the sizes seen and the proposed bucket edges), then the reference: the compile
+timeline (``render.timeline``), the functions, the compile cost (``render.compile_cost``), the
+events and the warnings (stale captures included). A long table, the timeline and the events
+are folded (``<details>``: the heading and row count show, a click opens them). Their style and
+the page's script are package files (``assets/report.css``, ``assets/report.js``) written into
+the HTML, so that no network access is needed to open it; the fragment has no script. Click a
+column header of the page to sort its table (again to reverse).
 
 Every value from the session (names, values, paths, messages) is written through
 ``escape.html``, in text, tables, SVG labels and tooltips alike; nothing from it becomes markup.
@@ -26,7 +30,9 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.analysis.report import OwnerTotals, Report
+from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
+from recompile_cli.analysis.sweeps import sweeps
+from recompile_cli.render import charts, compile_cost, merged
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
@@ -51,6 +57,10 @@ if TYPE_CHECKING:
 # The events table lists this many rows at most, so that the page stays quick to open and sort
 # however long the run; the page says how many there are and where to find them all.
 MAX_EVENT_ROWS = 1_000
+# A table of more rows than this starts folded (its heading and row count show; a click opens
+# it), so that the suggestions and pictures stay near the top.
+FOLD_ROWS = 10
+MAX_SWEEPS = 3  # shape-sweep pictures, the most sizes first
 
 Escape = Callable[[Any], str]
 
@@ -111,6 +121,7 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
         f"<h1>recompile-cli: {escape(relative_in(session.target))}</h1>",
         (f'<p class="env">jax {escape(env.jax_version)}, {escape(env.backend)}, hook mode '
          f"{escape(env.hook_mode)}</p>"),
+        *([f'<p class="mode">{escape(top.mode)}</p>'] if top.mode else []),
         _cards(report),
         '<ul class="headline">' + "".join(
             f"<li>{escape(line)}</li>" for line in [*top.functions, *([top.yours] if top.yours
@@ -118,6 +129,35 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
         f'<p class="env">{escape(top.others + "; " if top.others else "")}'
         f"{escape(top.overall)}</p>",
     ]
+    sections += _fix_first(report, violations, escape, prose)
+    sections += merged.html_sections(session, escape)  # a merged session: per process
+    sections += _pictures(report)
+    sections.append(_folded("Timeline", timeline(report, show_all), None, "timeline-section"))
+    functions = function_rows(report, show_all)
+    if functions[1]:
+        sections.append(_folded("Functions", _table(functions, "functions", escape),
+                                len(functions[1]), "functions-section",
+                                unfolded=len(functions[1]) <= FOLD_ROWS))
+    else:
+        sections += ["<h2>Functions</h2>",
+                     '<p class="hidden">(no user function was traced or compiled)</p>']
+    if not show_all:
+        sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
+    sections += compile_cost.html_section(report, escape, prose)
+    sections += _events(report, show_all, escape, fold_events)
+    notes = warnings(report)
+    if notes:
+        sections += ["<h2>Warnings</h2>", "<ul>" + "".join(
+            f"<li>{prose(w) if ours else escape(w)}</li>" for w, ours in notes) + "</ul>"]
+    return "\n".join([*sections, "</div>"])
+
+
+def _fix_first(report: Report, violations: Sequence[Violation], escape: Escape,
+               prose: Callable[[str], str]) -> list[str]:
+    """What to act on, right under the summary: the gate violations, the failure of the
+    recorded code, the suggestions, then the re-compilations ranked by cost."""
+    session = report.session
+    sections = []
     if violations:
         items = "".join(f"<li>{escape(relative_in(v.message))}</li>" for v in violations)
         sections.append(f'<div class="fail"><b>Gate FAILED</b> ({len(violations)} '
@@ -125,27 +165,42 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
     if session.target_exception:
         sections.append(f'<p class="error">The recorded code raised: '
                         f"{escape(relative_in(session.target_exception))}</p>")
-    if report.cause_table:
-        sections += ["<h2>Re-compilations by cost</h2>",
-                     _table(cause_rows(report), "causes", escape)]
-    elif not violations:
-        sections.append('<p class="ok">No re-compilation of your functions.</p>')
-    sections += ["<h2>Timeline</h2>", timeline(report, show_all)]
-    functions = function_rows(report, show_all)
-    sections += ["<h2>Functions</h2>", _table(functions, "functions", escape) if functions[1]
-                 else '<p class="hidden">(no user function was traced or compiled)</p>']
-    if not show_all:
-        sections += [f'<p class="hidden">{escape(line)}</p>' for line in hidden_functions(report)]
-    sections += _events(report, show_all, escape, fold_events)
     if report.suggestions:
-        sections += ["<h2>Suggestions</h2>", "<ul>" + "".join(
+        sections += ['<h2>Suggestions</h2>', '<ul class="suggestions">' + "".join(
             f"<li><b>{escape(s.function)}</b>: {prose(s.message)}</li>"
             for s in report.suggestions) + "</ul>"]
-    notes = warnings(report)
-    if notes:
-        sections += ["<h2>Warnings</h2>", "<ul>" + "".join(
-            f"<li>{prose(w) if ours else escape(w)}</li>" for w, ours in notes) + "</ul>"]
-    return "\n".join([*sections, "</div>"])
+    if report.cause_table:
+        rows = cause_rows(report)
+        sections.append(_folded("Re-compilations by cost", _table(rows, "causes", escape),
+                                len(rows[1]), "causes-section",
+                                unfolded=len(rows[1]) <= FOLD_ROWS))
+    elif not violations and KEPT_CACHES in session.warnings:  # a first compile may not be
+        sections.append('<p class="hidden">No re-compilation of your functions inside the '
+                        "recording; JAX's caches were kept, so a compile of a function that "
+                        "compiled before it is counted as a first compile here.</p>")
+    elif not violations:
+        sections.append('<p class="ok">No re-compilation of your functions.</p>')
+    return sections
+
+
+def _pictures(report: Report) -> list[str]:
+    """Compile seconds per function by cause, and each shape sweep's sizes and buckets."""
+    out = []
+    chart = charts.compile_seconds_chart(report)
+    if chart:
+        out += ["<h2>Compile seconds by cause</h2>", chart]
+    found = sweeps(report)[:MAX_SWEEPS]
+    if found:
+        out += ["<h2>Shape sweeps</h2>", *(charts.sweep_chart(s) for s in found)]
+    return out
+
+
+def _folded(title: str, body: str, count: int | None, section_id: str,
+            unfolded: bool = False) -> str:
+    """A section whose body opens on a click (``<details>``), its heading in the summary."""
+    shown = f' <span class="count">({count:,})</span>' if count is not None else ""
+    return (f'<details class="section" id="{section_id}"{" open" if unfolded else ""}>'
+            f"<summary><h2>{title}</h2>{shown}</summary>\n{body}</details>")
 
 
 def _cards(report: Report) -> str:
@@ -177,10 +232,8 @@ def _events(report: Report, show_all: bool, escape: Escape, fold: bool) -> list[
             "shown; <code>recompile-cli report SESSION --format csv</code> or <code>--format "
             "json</code> lists them all.</p>"
             if total > len(rows) else "")
-    if fold:
-        return [f"<details><summary><b>Recompilation events</b> ({total:,})</summary>\n"
-                f"{table}{more}</details>"]
-    return ["<h2>Recompilation events</h2>", table, *([more] if more else [])]
+    return [_folded("Recompilation events", table + more, total, "events-section",
+                    unfolded=not fold and total <= FOLD_ROWS)]
 
 
 def _table(table: Table, name: str, escape: Escape) -> str:

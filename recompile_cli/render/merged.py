@@ -1,5 +1,6 @@
 """The ``merge`` command's report: the processes, per-process function counts, and where the
-processes compile differently, as terminal text, GitHub-flavoured Markdown or JSON.
+processes compile differently, as terminal text, GitHub-flavoured Markdown or JSON; and the same
+two sections for the HTML page of a merged session (``html_sections``).
 
 Names, paths, values, hosts and messages come from the merged reports; each is made inert for
 its format where it is written (``escape.terminal``, ``escape.markdown``; JSON is data)."""
@@ -12,12 +13,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from recompile_cli.analysis.divergence import Comparison, Divergence, FunctionRow
-from recompile_cli.analysis.merge import Merged, processes
+from recompile_cli.analysis.divergence import Comparison, Divergence, FunctionRow, compare
+from recompile_cli.analysis.merge import Merged, merge, processes, split
 from recompile_cli.render import escape
 from recompile_cli.session import codec
 from recompile_cli.session.locations import display as location
-from recompile_cli.session.model import Owner
+from recompile_cli.session.model import Owner, Session
 
 FORMATS = ("table", "markdown", "json")
 MERGE_KIND = "recompile-cli-merge"
@@ -54,6 +55,37 @@ def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
         lines += ["", heading.format("Notes")]
         lines += [f"- {show(note)}" for note in merged.notes]
     return "\n".join(lines) + "\n"
+
+
+def html_sections(session: Session, show: Callable[[Any], str]) -> list[str]:
+    """For the HTML page of a merged session (``merge --save``): each function's traces /
+    compiles / compile seconds per process, and the divergence; nothing for one process.
+    ``show`` escapes a text from the session for HTML."""
+    if len(session.processes) < 2:
+        return []
+    comparison = compare(merge(split(session, "merged")).parts)
+    shown = [f for f in comparison.functions if f.owner != Owner.JAX]
+    head = "".join(f'<th scope="col">{show(h)}</th>' for h in [
+        "function", "defined at", *(f"process {i}" for i in comparison.processes), "same"])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{show(cell)}</td>" for cell in [
+            f.name, location(f.defined_at) or "", *(_cell(f, i) for i in comparison.processes)])
+        + ("<td>yes</td>" if f.same else '<td class="cause">NO</td>') + "</tr>"
+        for f in shown)
+    out = ["<h2>Processes (each: traces / compiles / compile s)</h2>",
+           f'<table class="sortable" id="processes"><thead><tr>{head}</tr></thead>'
+           f"<tbody>{body}</tbody></table>",
+           f"<h2>{show(_divergence_title(comparison))}</h2>"]
+    if comparison.divergences:
+        items = []
+        for d in comparison.divergences:
+            first, *rest = _divergence(d, show, markdown=False)
+            items.append(f"<li>{first.removeprefix('- ')}<ul>"
+                         + "".join(f"<li>{line.strip()}</li>" for line in rest) + "</ul></li>")
+        out.append('<ul class="divergence">' + "".join(items) + "</ul>")
+    else:
+        out.append('<p class="ok">Every process traced and compiled the same programs.</p>')
+    return out
 
 
 def _divergence_title(comparison: Comparison) -> str:

@@ -22,6 +22,9 @@ from jax_support import requires_private_hooks
 SESSION = DATA / "session.json"  # a real recorded run of train_loop.py, paths made neutral
 GOLDEN = DATA / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"  # UPDATE_GOLDEN=1 pytest rewrites them
+# Screenshots of the HTML pages in a real browser, kept for a person to look at (CI uploads the
+# folder): $RECOMPILE_CLI_ARTIFACTS, else tests/artifacts (ignored by git).
+ARTIFACTS = Path(os.environ.get("RECOMPILE_CLI_ARTIFACTS", ROOT / "tests" / "artifacts"))
 
 
 @pytest.fixture
@@ -150,12 +153,60 @@ def test_html_report_in_a_real_browser(cli, neutral_cwd):
     assert '<table class="sortable" id="causes">' in dom and "batch['x']" in dom
     assert "f32[32,8] -&gt; f32[4,8]" in dom
     assert "Pad the last batch to 32" in dom
-    shot = neutral_cwd / "report.png"
+    # it leads with the fix: the suggestion comes before the tables and the pictures
+    assert (dom.index("Pad the last batch to 32") < dom.index('id="causes"')
+            < dom.index('id="compile-chart"') < dom.index('id="timeline"'))
+    assert "<code>batch['x']</code>" in dom  # the suggestion's code span, not backticks
+    shot = _screenshot(browser, page, "report.png")
+    if UPDATE:
+        shutil.copy(shot, ROOT / "docs" / "html-report.png")
+
+
+def _screenshot(browser: list[str], page: Path, name: str) -> Path:
+    """A screenshot of ``page`` in ``ARTIFACTS``, checked to be a real picture."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / name
+    shot.unlink(missing_ok=True)
     subprocess.run([*browser, "--window-size=1100,1400", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, check=False, timeout=120)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
-    if UPDATE:
-        shutil.copy(shot, ROOT / "docs" / "html-report.png")
+    return shot
+
+
+@pytest.mark.skipif(_chromium() is None, reason="needs the Debian package chromium")
+def test_html_pictures_and_a_merged_page_in_a_real_browser(cli, neutral_cwd):
+    """The compile-seconds chart and a shape sweep's sizes and buckets draw in the browser;
+    a merged session's page has the per-process table and the divergence."""
+    from dataclasses import replace
+
+    from builders import ENV, f32_event, many_rows_report, session
+
+    from recompile_cli.render import render
+    from recompile_cli.session.files import save_session
+
+    browser = _browser(neutral_cwd / "chromium-profile")
+    sweep = neutral_cwd / "sweep.html"
+    sweep.write_text(render(many_rows_report(), "html"))
+    dom = subprocess.run([*browser, "--dump-dom", sweep.as_uri()], capture_output=True,
+                         text=True, check=False, timeout=120).stdout
+    assert dom.count('class="size"') == 12 and dom.count('class="edge"') == 5
+    assert dom.count('class="bar"') == 6  # fa, fb, fc: first compile + shape each
+    _screenshot(browser, sweep, "report-sweep.png")
+    paths = []
+    for index in (0, 1):
+        env = replace(ENV, process_index=index, process_count=2, host=f"host{index}")
+        events = [f32_event(i, "step", n=3 + i, defined_at="/p/prog.py:3")
+                  for i in range(1 + index)]
+        paths.append(neutral_cwd / f"run-{index}.json")
+        save_session(replace(session(events, target="prog.py"), environment=env), paths[-1])
+    cli("merge", *paths, "--save", neutral_cwd / "merged.json")
+    page = neutral_cwd / "merged.html"
+    assert cli("report", neutral_cwd / "merged.json", "--output", page).exit_code == 0
+    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, check=False, timeout=120).stdout
+    assert '<table class="sortable" id="processes">' in dom
+    assert "Divergence: 1 function compiles differently across processes" in dom
+    _screenshot(browser, page, "report-merged.png")
 
 
 # Runs after the page's own script: clicks headers of every table, in order, and writes the
@@ -250,7 +301,8 @@ def test_kill_9_leaves_a_readable_events_log(cli, tmp_path):
     mine = [e for e in report["events"] if e["function"] == "<lambda>"]
     assert [(e["compiled"], e["cause"]["code"]) for e in mine] == [
         (True, "first_compile"), (True, "shape"), (True, "shape")]
-    assert any("did not finish" in w for w in report["warnings"])
+    assert sum("did not finish" in w for w in report["warnings"]) == 1
+    assert cli("report", log).output.count("did not finish") == 1  # the warning, once
 
 
 @pytest.mark.parametrize("signum, code, words", [(signal.SIGINT, 130, "Ctrl-C"),
