@@ -21,9 +21,15 @@ Goals (see benchmarks/RESULTS.md for the figures and the machine):
 * overhead: cached calls with a ``Recorder`` attached / not (in process, paired: what ``run``
             adds to each cached call) <= 1.02 (benchmarks/overhead.py)
 * guard:    cached calls with ``install_guard()`` on / off <= 1.02 (benchmarks/guard.py)
+* hosts:    ``run --check-hosts`` in a 2-process job on 127.0.0.1: cached calls with the check
+            / without <= 1.02 (it is not on the cached path); for information, the milliseconds
+            of its one exchange per compile (benchmarks/host_check.py)
 * miss:     a script compiling 500 shapes, plain vs ``recompile-cli run`` <= 1.10, and cheaper
             than JAX's own ``jax_explain_cache_misses`` (the explainer runs a second time only
             when the first pair is within 15% of that limit)
+* cost:     the compile-cost profile on the miss path (benchmarks/compile_cost.py), profile on
+            / off, in process, paired <= 1.05; and the seconds over those seconds less the time
+            spent inside ``jax_cost.cost_of`` in the same runs <= 1.05
 * table-N:  N = 2,000 and 10,000 trace-only misses (``jax.jit(f).trace``), plain vs
             ``recompile-cli run --format json --output /dev/null`` <= 1.5
 * report:   a saved session of 100,000 events, against the floor of a process that only
@@ -296,6 +302,21 @@ def guard(quick: bool) -> list[Row]:
                 values, 1.02)]
 
 
+def hosts(quick: bool) -> list[Row]:
+    """``run --check-hosts`` in a two-process job (benchmarks/host_check.py)."""
+    command = [PY, str(HERE / "host_check.py"), "--json", "--reps", "9" if quick else "21",
+               "--misses", "10" if quick else "20"]
+    ran = execute(command, capture=True)
+    try:
+        found = json.loads(ran.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as error:
+        raise CommandFailed(command, 0, f"no figures printed ({error})") from None
+    return [Row("hosts", "cached calls, --check-hosts recorder / plain recorder (2 processes)",
+                found["cached_ratios"], 1.02),
+            Row("hosts", "one exchange per compile (ms in the check, peer wait included)",
+                found["exchange_ms"], None, "ms")]
+
+
 def miss(quick: bool) -> list[Row]:
     shapes = "150" if quick else "500"
     script = [str(SCRIPTS / "miss_shapes.py"), shapes]
@@ -319,6 +340,22 @@ def miss(quick: bool) -> list[Row]:
                 ratios(loops, "run", "plain"), 1.10),
             Row("miss path", f"run vs JAX's explainer ({mid['explain']}, "
                 f"{len(times['explain'])} repetition(s))", ratios(times, "run", "explain"), 1.0)]
+
+
+def cost(quick: bool) -> list[Row]:
+    """The compile-cost profile on the miss path (benchmarks/compile_cost.py): paired seconds
+    with / without it, and the share of the seconds spent inside it in the same runs."""
+    command = [PY, str(HERE / "compile_cost.py"), "--ratios-only", "--reps",
+               "3" if quick else "7"]
+    ran = execute(command, capture=True)
+    try:
+        values = json.loads(ran.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as error:
+        raise CommandFailed(command, 0, f"no ratios printed ({error})") from None
+    return [Row("cost", "miss path, compile-cost profile on / off (in process, paired)",
+                values["paired"], 1.05),
+            Row("cost", "miss path, seconds / (seconds - time inside jax_cost.cost_of)",
+                values["attributed"], 1.05)]
 
 
 def signatures(quick: bool) -> list[Row]:
@@ -406,7 +443,8 @@ def memory_per_event(path: Path, events: int) -> list[Row]:
 
 
 GOALS: dict[str, Callable[[bool], list[Row]]] = {
-    "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "miss": miss,
+    "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "hosts": hosts,
+    "miss": miss, "cost": cost,
     "table": signatures, "report": report}
 
 

@@ -2,8 +2,9 @@
 
 Capture (``Recorder``) -> frozen ``Session`` -> ``analyse`` -> renderers and gates.
 
-From Python: ``record()`` (a context manager and decorator), ``analyse``, ``load_session`` /
-``save_session``, and the runtime ``guard()`` / ``install_guard()``. In Jupyter:
+From Python: ``record()`` (a context manager and decorator), ``analyse``, ``forecast`` (the
+compiles of a list of calls, traced, not run), ``load_session`` / ``save_session``, and the
+runtime ``guard()`` / ``install_guard()``. In Jupyter:
 ``%load_ext recompile_cli`` adds the ``%recompiles`` / ``%%recompiles`` magics. Importing the
 package stays cheap and has no side effects: JAX, pandas and IPython are imported on first use.
 """
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from recompile_cli.session.model import Session
 
 if TYPE_CHECKING:
     from recompile_cli.api import (
@@ -26,26 +25,35 @@ if TYPE_CHECKING:
         save_session,
         to_pandas,
     )
+    from recompile_cli.forecasting import forecast
     from recompile_cli.guards import (
         Guard,
+        GuardBlinded,
+        GuardBlindWarning,
         GuardViolation,
         RecompileLimitExceeded,
         RecompileWarning,
+        UnmatchedBudgetWarning,
         guard,
         install_guard,
     )
+    from recompile_cli.session.model import Session
 
 __version__ = "0.1.0"
-__all__ = ["Frames", "Guard", "GuardViolation", "RecompileLimitExceeded", "RecompileReport",
-           "RecompileWarning", "Recording", "Session", "__version__", "analyse", "guard",
-           "install_guard", "load_ipython_extension", "load_session", "record",
-           "save_session", "to_pandas", "unload_ipython_extension"]
+__all__ = ["Frames", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardViolation",
+           "RecompileLimitExceeded", "RecompileReport", "RecompileWarning", "Recording",
+           "Session", "UnmatchedBudgetWarning", "__version__", "analyse", "forecast", "guard",
+           "install_guard", "load_ipython_extension", "load_session", "record", "save_session",
+           "to_pandas", "unload_ipython_extension"]
 
 # Public names -> the module that defines them, imported on first access.
 _LAZY = {
     **dict.fromkeys(["Frames", "RecompileReport", "Recording", "analyse", "load_session",
                      "record", "save_session", "to_pandas"], "recompile_cli.api"),
-    **dict.fromkeys(["Guard", "GuardViolation", "RecompileLimitExceeded", "RecompileWarning",
+    "forecast": "recompile_cli.forecasting",
+    "Session": "recompile_cli.session.model",  # lazy too: `python -m recompile_cli` starts fast
+    **dict.fromkeys(["Guard", "GuardBlindWarning", "GuardBlinded", "GuardViolation",
+                     "RecompileLimitExceeded", "RecompileWarning", "UnmatchedBudgetWarning",
                      "guard", "install_guard"], "recompile_cli.guards"),
 }
 

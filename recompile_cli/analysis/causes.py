@@ -33,7 +33,7 @@ from recompile_cli.session.model import (
 
 # the words of a detail that advice keys on (defined in ``static_causes``)
 __all__ = ["AUX_DATA", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL", "STATIC_FIELD",
-           "diff_signatures", "explain_events"]
+           "diff_signatures", "explain_events", "public_only"]
 
 
 def explain_events(events: Iterable[Event], base_context: dict[str, str]
@@ -141,6 +141,17 @@ def _against_compiled(event: Event, built: _Compiled | None, base_context: dict[
     return tuple(diff_signatures(event.signature, old, base_context)) or (
         Cause(CauseCode.UNKNOWN, detail="same signature as an earlier compile: JAX's caches "
               "were cleared or the entry was evicted"),)
+
+
+def public_only(causes: dict[int, tuple[Cause, ...]]) -> dict[int, tuple[Cause, ...]]:
+    """The causes of a public-only session: a first compile stays one, every other cause is
+    ``unknown`` (without JAX's internals there is no signature or lowering to tell why, so a
+    compile without a re-trace is not known to be a ``derived_jaxpr``)."""
+    unknown = (Cause(CauseCode.UNKNOWN, detail="hook mode public-only: why is not recorded "
+                     "(causes need JAX >= 0.9 and hook mode private)"),)
+    return {seq: found if all(c.code in (CauseCode.FIRST_COMPILE, CauseCode.UNKNOWN)
+                              for c in found) else unknown
+            for seq, found in causes.items()}
 
 
 def _explain(event: Event, index: SignatureIndex, done_before: bool,

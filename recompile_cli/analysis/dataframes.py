@@ -14,7 +14,24 @@ from recompile_cli.analysis.report import CAUSE_COLUMNS, FUNCTION_COLUMNS, Repor
 EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
                  "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
                  "compile_seconds", "cause", "argument", "before", "after", "detail",
-                 "error_type", "error_argument", "persistent_cache"]
+                 "error_type", "error_argument", "persistent_cache", "equations",
+                 "constants_bytes", "module_ops", "top_line", "top_line_equations"]
+COST_LINE_COLUMNS = ["seq", "function", "line", "equations", "share", "est_compile_seconds",
+                     "in_bodies", "repeats"]
+
+
+def cost_lines_frame(report: Report) -> pd.DataFrame:
+    """One row per (compile, user line) of each event's compile cost (COST_LINE_COLUMNS): the
+    per-line breakdown, the compile's seconds apportioned by equation share."""
+    rows = []
+    for e in report.session.events:
+        if e.cost is None:
+            continue
+        total = max(e.cost.equations, 1)
+        rows += [[e.seq, e.function, line.location, line.equations, line.equations / total,
+                  e.compile_seconds * line.equations / total, line.in_bodies, line.repeats]
+                 for line in e.cost.lines]
+    return pd.DataFrame(rows, columns=COST_LINE_COLUMNS)
 
 
 def functions_frame(report: Report) -> pd.DataFrame:
@@ -56,6 +73,16 @@ def events_frame(report: Report) -> pd.DataFrame:
         "error_type": [e.error.type if e.error else None for e in events],
         "error_argument": [e.error.argument if e.error else None for e in events],
         "persistent_cache": [e.persistent_cache for e in events],
+        "equations": [e.cost.equations if e.cost else None for e in events],
+        "constants_bytes": [e.cost.constants_bytes if e.cost else None for e in events],
+        "module_ops": [e.cost.module_ops if e.cost else None for e in events],
+        "top_line": [e.cost.lines[0].location if e.cost and e.cost.lines else None
+                     for e in events],
+        "top_line_equations": [e.cost.lines[0].equations if e.cost and e.cost.lines else None
+                               for e in events],
     }
     assert list(columns) == EVENT_COLUMNS
-    return pd.DataFrame(columns, columns=EVENT_COLUMNS)
+    frame = pd.DataFrame(columns, columns=EVENT_COLUMNS)
+    for name in ("equations", "constants_bytes", "module_ops", "top_line_equations"):
+        frame[name] = frame[name].astype("Int64")  # <NA> where no compile cost was recorded
+    return frame

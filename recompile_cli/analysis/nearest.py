@@ -6,11 +6,12 @@ finds closest (fewest differences, ties to the most recent). Pure: no JAX.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import fields
 from operator import attrgetter
-from typing import Generic, TypeVar
 
+from recompile_cli.analysis.hamming import Feature as _Feature
+from recompile_cli.analysis.hamming import Hamming
 from recompile_cli.analysis.shorten import structure_cost
 from recompile_cli.session.model import Leaf, Signature
 
@@ -49,66 +50,20 @@ def top_name(path: str) -> str:
 # Classes and groups are searched in the order of a lower bound on the number of differences
 # (values that no signature of a class has count as differences for all of them), and the search
 # stops as soon as nothing left can beat the best found; ties go to the most recent signature.
-# Within a class (groups) and a group (signatures), ``_Hamming`` counts differing features from
-# the shorter of two lists per feature: the items with the query's value, or those without it.
+# Within a class (groups) and a group (signatures), ``hamming.Hamming`` counts differing
+# features from the shorter of two lists per feature: the items with the query's value, or those
+# without it.
 #
 # Leaves are compared as plain tuples (``_leaf_key``): equal exactly when the ``Leaf``s are, and
 # hashed without a Python-level ``__hash__``. A signature is prepared once (``_Prepared``) for
 # its search and reused when the same signature is added right after, as ``explain_events`` does.
 
 _Key = tuple[int, int]  # (differences, -index): smaller is closer, ties to the most recent
-_Feature = tuple[Hashable, Hashable]  # (feature, value)
 _LeafKey = tuple[tuple[int, ...], str, bool, str | None]
-_Item = TypeVar("_Item", bound=Hashable)
 
 
 # a ``Leaf``'s fields as a tuple: equal exactly when the leaves are equal
 _leaf_key = attrgetter(*(field.name for field in fields(Leaf)))
-
-
-class _Hamming(Generic[_Item]):
-    """Items that all have the same features; counts how many features differ from a query."""
-
-    __slots__ = ("postings", "size")
-
-    def __init__(self) -> None:
-        self.postings: dict[Hashable, dict[Hashable, list[_Item]]] = {}
-        self.size = 0
-
-    def add(self, item: _Item, features: Iterable[_Feature]) -> None:
-        self.size += 1
-        postings = self.postings
-        for feature, value in features:
-            values = postings.get(feature)
-            if values is None:
-                values = postings[feature] = {}
-            items = values.get(value)
-            if items is None:
-                values[value] = [item]
-            else:
-                items.append(item)
-
-    def seen(self, feature: Hashable, value: Hashable) -> bool:
-        return value in self.postings.get(feature, {})
-
-    def differences(self, query: Iterable[_Feature]) -> tuple[int, dict[_Item, int]]:
-        """(base, extra): an item differs in ``base + extra.get(item, 0)`` query features."""
-        base = 0
-        extra: dict[_Item, int] = {}
-        half = self.size
-        for feature, value in query:
-            values = self.postings[feature]
-            same = values.get(value, ())
-            if 2 * len(same) <= half:  # count the matches
-                base += 1
-                for item in same:
-                    extra[item] = extra.get(item, 0) - 1
-            elif len(same) < half:  # count the mismatches
-                for other, items in values.items():
-                    if other != value:
-                        for item in items:
-                            extra[item] = extra.get(item, 0) + 1
-        return base, extra
 
 
 class _Group:
@@ -119,7 +74,7 @@ class _Group:
     def __init__(self, features: tuple[_Feature, ...]) -> None:
         self.features = features
         self.members: list[int] = []
-        self.leaves: _Hamming[int] = _Hamming()
+        self.leaves: Hamming[int] = Hamming()
         self.latest = -1
 
     def nearest(self, query: list[tuple[str, _LeafKey]]) -> _Key:
@@ -203,7 +158,7 @@ class _Class:
         self.groups: dict[tuple[_Feature, ...], _Group] = {}
         self.recency: dict[_Group, None] = {}  # least recently extended first
         self.newest: _Group | None = None  # the last of ``recency``
-        self.group_index: _Hamming[_Group] = _Hamming()
+        self.group_index: Hamming[_Group] = Hamming()
         self.leaf_values: dict[str, set[_LeafKey]] = {path: set() for path in sig.leaves}
         self.latest = -1
         # the group counts of the last query: (its values, same arguments, groups then, counts)

@@ -14,7 +14,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
+from recompile_cli.analysis.cache_outcomes import outcomes as cache_outcomes
 from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes import public_only
 from recompile_cli.analysis.merge import explain_by_process
 from recompile_cli.analysis.suggest import Suggestion, suggest
 from recompile_cli.analysis.tally import Tally, tally
@@ -24,6 +26,7 @@ from recompile_cli.session.model import (
     CauseCode,
     Event,
     EventKind,
+    HookMode,
     Owner,
     Session,
     function_key,
@@ -54,6 +57,9 @@ class Totals:
     first_compiles: int = 0
     recompiles: int = 0
     by_owner: dict[Owner, OwnerTotals] = field(default_factory=dict)  # owners with events
+    # Added in 0.3: persistent-cache misses written, and not written by reason.
+    persistent_cache_misses_written: int = 0
+    persistent_cache_misses_not_written: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,11 @@ class CauseRow:
 
 
 FUNCTION_COLUMNS = [f.name for f in fields(FunctionRow)]
+# The warning of a recording that kept JAX's in-memory caches (``record(keep_caches=True)``,
+# ``%%recompiles --keep-caches``): its first compiles may be re-compiles of earlier ones.
+KEPT_CACHES = ("JAX's in-memory caches were kept (keep_caches): a function that compiled before "
+               "the recording counts its compiles in it from its first, so a compile called a "
+               "first compile here may re-compile an earlier one")
 CAUSE_COLUMNS = [f.name for f in fields(CauseRow)]
 
 
@@ -154,6 +165,8 @@ def analyse(session: Session) -> Report:
     """The session analysed: each event's causes, the function rows, the cause table, the
     totals and the suggestions."""
     causes = explain_by_process(session.events, session.base_context)
+    if session.environment.hook_mode == HookMode.PUBLIC_ONLY:
+        causes = public_only(causes)
     return Report(session, causes, _functions(session, causes), _cause_table(session, causes),
                   _totals(session, causes), tuple(suggest(session.events, causes, session.calls,
                                         session.target_exception)))
@@ -164,6 +177,7 @@ def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
     kinds = Counter(event_kind(e) for e in events if e.owner != Owner.JAX)
     owners = {owner: tally((e for e in events if e.owner == owner), causes)
               for owner in dict.fromkeys(e.owner for e in events)}
+    cache = cache_outcomes(events)
     return Totals(
         traces=sum(e.traced for e in events),
         compiles=sum(e.compiled for e in events),
@@ -182,6 +196,8 @@ def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
         first_compiles=sum(t.first_compiles for t in owners.values()),
         recompiles=sum(t.recompile_count for t in owners.values()),
         by_owner={owner: _owner_totals(t) for owner, t in owners.items()},
+        persistent_cache_misses_written=cache.written,
+        persistent_cache_misses_not_written=cache.not_written,
     )
 
 

@@ -114,3 +114,8 @@ def structure_diff(before: str, after: str) -> list[tuple[str, str | None, str |
 def _inside(path: str, parent: str) -> bool:
     return (len(path) > len(parent) and path.startswith(parent)
             and path[len(parent)] in ".[")
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 compile``, ``2 compiles``: a count with its noun, singular for one."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recompile_cli.session.cache_key import CacheKeyInfo
 from recompile_cli.session.model import (
     CacheOutcome,
     Change,
+    CompileCost,
     Event,
     Leaf,
     Owner,
@@ -44,6 +46,8 @@ class Draft:
     lower_start: float | None = None
     compile_start: float | None = None
     id: int = 0  # creation order, stable while the event is still being filled in
+    cache_key: CacheKeyInfo | None = None  # the persistent-cache key (capture.jax_cache_key)
+    cost: CompileCost | None = None  # the lowered program's profile (capture.jax_cost)
 
 
 def bare(name: str | None) -> str | None:
@@ -78,4 +82,4 @@ def freeze(seq: int, d: Draft) -> Event:
         signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
         persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
         call_of=d.call_of, lower_start_seconds=d.lower_start,
-        compile_start_seconds=d.compile_start)
+        compile_start_seconds=d.compile_start, cache_key=d.cache_key, cost=d.cost)

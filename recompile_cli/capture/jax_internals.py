@@ -15,11 +15,8 @@ feature-detected: ``probe()`` says why the hooks cannot be used, and the recorde
 to the public ``jax.monitoring`` events. Observers are called inside ``try``: a hook never raises
 into user code.
 
-It also registers and unregisters the ``jax.monitoring`` listeners (``register_listener`` /
-``unregister_listener``), because the listener API differs across the supported versions
-(JAX 0.4.30 to 0.12): unregistering is public only since 0.8, and before 0.10 the trace duration
-event also fires for nested jits (and before ~0.6 without ``fun_name``), which the listener
-adapter evens out so that every version reports the same top-level traces.
+The ``jax.monitoring`` listeners are registered and unregistered by its sibling
+``jax_internals_listeners`` (the listener API differs across the supported versions).
 """
 
 from __future__ import annotations
@@ -28,13 +25,12 @@ import enum
 import inspect
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recompile_cli.capture import signatures
+from recompile_cli.capture import jax_internals_hosts, jax_patching, signatures
 from recompile_cli.capture.signatures import LowerInfo, TraceInfo
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
@@ -85,145 +81,6 @@ def _probe() -> str | None:
     params = list(inspect.signature(pjit._trace_for_jit).parameters)
     if params[:7] != ["fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs"]:
         return f"jax._src.pjit._trace_for_jit has an unknown signature {params}"
-    return None
-
-
-# -- jax.monitoring listeners -------------------------------------------------------------------
-# kind -> (public register, public unregister (JAX >= 0.8), private unregister in
-# jax._src.monitoring (JAX < 0.8, "for testing only"), the private list of listeners)
-_LISTENER_API = {
-    "event": ("register_event_listener", "unregister_event_listener",
-              "_unregister_event_listener_by_callback", "_event_listeners"),
-    "event_duration": ("register_event_duration_secs_listener",
-                       "unregister_event_duration_listener",
-                       "_unregister_event_duration_listener_by_callback",
-                       "_event_duration_secs_listeners"),
-}
-_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-# What register_listener handed to JAX for (kind, callback): the callback or its adapter.
-_registered: dict[tuple[str, Any], Any] = {}
-_registered_lock = threading.Lock()
-
-
-def register_listener(kind: str, callback: Callable[..., None]) -> None:
-    """Register ``callback`` as a ``jax.monitoring`` listener of ``kind`` ("event" or
-    "event_duration"), evening out what older JAX versions send (see ``_LegacyDurations``)."""
-    from jax import monitoring
-
-    register = getattr(monitoring, _LISTENER_API[kind][0])
-    listener: Any = callback
-    if kind == "event_duration" and jax_version() < (0, 10):
-        listener = _LegacyDurations(callback)
-    with _registered_lock:
-        _registered[(kind, callback)] = listener
-    register(listener)
-
-
-def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
-    """Remove a listener registered by ``register_listener`` (or registered directly).
-
-    Never raises. Returns False when the listener was not registered any more (e.g. the program
-    called the public ``jax.monitoring.clear_event_listeners()``), True when it was removed.
-    Tries the public ``unregister_*_listener`` (JAX >= 0.8), then the private
-    ``_unregister_*_listener_by_callback``, then removes it from JAX's private list.
-    """
-    with _registered_lock:
-        listener = _registered.pop((kind, callback), callback)
-    try:
-        _, public_name, private_name, list_name = _LISTENER_API[kind]
-        from jax import monitoring
-        from jax._src import monitoring as src
-    except Exception:
-        return False
-    listeners = getattr(src, list_name, None)
-    if isinstance(listeners, list) and not _contains(listeners, listener):
-        return False  # already gone: nothing to remove, nothing to raise
-    for remove in (getattr(monitoring, public_name, None), getattr(src, public_name, None),
-                   getattr(src, private_name, None)):
-        if remove is None:
-            continue
-        try:
-            remove(listener)
-            return True
-        except Exception:  # AssertionError when absent (ValueError under python -O)
-            continue
-    try:
-        listeners = getattr(src, list_name)  # read again: clear_event_listeners rebinds it
-        while _contains(listeners, listener):
-            listeners.remove(listener)
-        return True
-    except Exception:
-        return False
-
-
-def _contains(listeners: list[Any], listener: Any) -> bool:
-    try:
-        return any(item is listener or item == listener for item in listeners)
-    except Exception:
-        return False
-
-
-class _LegacyDurations:
-    """Adapts the duration events of JAX < 0.10 to what JAX 0.10+ sends.
-
-    * Before 0.10 the trace event fires for every jit traced, nested ones (``jnp`` internals
-      traced inside the user's function) included; 0.10+ only sends top-level traces. Nested
-      ones are dropped here: they are recognised by an enclosing trace of jit on the stack.
-    * Before ~0.6 the events carry no ``fun_name``; it is read from JAX's timing context
-      manager on the stack (``dispatch.log_elapsed_time(fmt, fun_name, event)``).
-
-    Runs only on cache misses (JAX sends no event on a hit), and never raises.
-    """
-
-    __slots__ = ("callback",)
-
-    def __init__(self, callback: Callable[..., None]) -> None:
-        self.callback = callback
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _LegacyDurations) and other.callback == self.callback
-
-    def __hash__(self) -> int:
-        return hash(self.callback)
-
-    def __call__(self, event: str, duration: float, **kwargs: Any) -> None:
-        try:
-            if event == _TRACE_EVENT and _enclosing_jit_traces(sys._getframe(1)) > 1:
-                return  # a nested jit: JAX 0.10+ sends no event for it
-            if "fun_name" not in kwargs and event.startswith("/jax/core/compile/"):
-                name = _timed_fun_name(sys._getframe(1))
-                if name is not None:
-                    kwargs["fun_name"] = name
-        except Exception:
-            pass
-        self.callback(event, duration, **kwargs)
-
-
-# The functions that trace a jit's Python function in JAX 0.4.30-0.9 (module jax/_src/pjit.py).
-_JIT_TRACE_FRAMES = frozenset({"_create_pjit_jaxpr", "_trace_for_jit"})
-
-
-def _enclosing_jit_traces(frame: Any) -> int:
-    count = 0
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name in _JIT_TRACE_FRAMES and code.co_filename.endswith("pjit.py"):
-            count += 1
-        frame = frame.f_back
-    return count
-
-
-def _timed_fun_name(frame: Any, depth: int = 8) -> str | None:
-    """``fun_name`` of the ``dispatch.log_elapsed_time`` that is sending the event."""
-    while frame is not None and depth:
-        code = frame.f_code
-        if code.co_filename.endswith("dispatch.py"):
-            name = frame.f_locals.get("fun_name")
-            if name is None:
-                name = getattr(frame.f_locals.get("self"), "fun_name", None)
-            if name is not None:
-                return str(name)
-        frame, depth = frame.f_back, depth - 1
     return None
 
 
@@ -278,8 +135,10 @@ class Hooks:
 
     def __init__(self, on_trace: Callable[[TraceInfo], None],
                  on_lower: Callable[[LowerInfo], None],
-                 on_internal_error: Callable[[BaseException], None]) -> None:
+                 on_internal_error: Callable[[BaseException], None],
+                 on_cost: Callable[[Any, Any], None] | None = None) -> None:
         self._on_trace = on_trace
+        self._on_cost = on_cost  # (jaxpr, lowering) after each missed lowering (jax_cost)
         self._on_lower = on_lower
         self._on_internal_error = on_internal_error
         self._local = threading.local()
@@ -319,18 +178,14 @@ class Hooks:
         except Exception as exc:  # pragma: no cover - JAX was there at install time
             return [f"could not restore JAX's internals ({exc})"]
         for name, original in self._originals.items():
-            try:
-                current = getattr(pjit, name, None)
-                ours = getattr(current, "__self__", None) is self or (
-                    isinstance(current, _LowerWrapper) and current._hooks is self)
-                if ours:
-                    setattr(pjit, name, original)
-                else:
-                    problems.append(f"jax._src.pjit.{name} was replaced by someone else during "
-                                    "the run; left as it is")
-            except Exception as exc:
-                problems.append(f"could not restore jax._src.pjit.{name} ({exc})")
+            problem = jax_patching.restore(pjit, name, original, self._is_ours)
+            if problem:
+                problems.append(problem)
         return problems
+
+    def _is_ours(self, current: Any) -> bool:
+        return getattr(current, "__self__", None) is self or (
+            isinstance(current, _LowerWrapper) and current._hooks is self)
 
     # -- the wrapped functions (miss path only) --------------------------------------------------
     def _trace_for_jit(self, fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Sequence[Any],
@@ -406,7 +261,11 @@ class _LowerWrapper:
             local.depth = depth
         try:
             if _misses(cache) > misses_before:
-                self._hooks._on_lower(_lower_info(self._keys, jaxpr, args))
+                info = _lower_info(self._keys, jaxpr, args)
+                jax_internals_hosts.note(info.name, result)  # for --check-hosts
+                self._hooks._on_lower(info)
+                if self._hooks._on_cost is not None:
+                    self._hooks._on_cost(jaxpr, result)
         except Exception as exc:  # never raise into user code
             self._hooks._report(exc)
         return result

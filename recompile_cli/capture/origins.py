@@ -115,6 +115,28 @@ def jit_owner(fun: Any, behind: Any, defined_at: str | None,
     return defined if applied_by_its_package(fun if behind is None else behind) else Owner.USER
 
 
+def public_owner(frame: types.FrameType | None) -> Owner | None:
+    """Whose a function traced or compiled in public-only mode is, where there is no function
+    object or location to read: the user's (or a library's) when that code called the jitted
+    function itself, through JAX's jit call path; JAX's when JAX's own code made the call (eager
+    operations such as ``x + 1``, ``jax.random``'s internal jits), wherever it was called from.
+    ``None`` when recompile-cli itself made the call (``profile`` calls the target, and
+    ``--count-calls`` wraps it) or no user or library frame is on the stack."""
+    entry = None  # the outermost JAX frame seen so far: where the call entered JAX
+    while frame is not None:
+        path = frame.f_code.co_filename
+        owner = frames.owner_of(path)
+        if path.startswith(frames.OWN_DIR):
+            if entry is not None:  # called by recompile-cli: whose, the location tells
+                return None
+        elif owner == Owner.JAX:
+            entry = path
+        elif owner == Owner.LIBRARY or frames.is_user_file(path):
+            return owner if entry is not None and _on_jit_path(entry) else Owner.JAX
+        frame = frame.f_back
+    return None
+
+
 def jit_caller(frame: types.FrameType | None, skip_dir: str | None = None
                ) -> types.FrameType | None:
     """The frame that called the jitted function being traced (or handed it to a JAX

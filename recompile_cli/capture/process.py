@@ -7,16 +7,20 @@ about the environment must not start the backend: ``jax.default_backend()``,
 script started it); before that the process index comes from ``jax.distributed``'s state once
 ``initialize`` ran, else from the launcher's environment variables (``LAUNCHER_VARIABLES``).
 
-``output_path`` fills ``{process}`` and ``{host}`` in an output path.
+``environment`` is what a session records about its environment; ``output_path`` fills
+``{process}`` and ``{host}`` in an output path.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+
+from recompile_cli.session.model import NO_BACKEND, Environment, HookMode
 
 # The process's rank as launchers set it: JAX's own, SLURM (srun), torchrun and Open MPI.
 LAUNCHER_VARIABLES = ("JAX_PROCESS_ID", "SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK")
@@ -58,6 +62,22 @@ def current() -> Identity:
     if index is None:
         index, count = _distributed_state()
     return Identity(backend, index, count, host_name())
+
+
+def environment(hook_mode: HookMode, cache_dir: str | None) -> Environment:
+    """What a session records, read without starting JAX's backend (``jax.distributed.initialize``
+    must run before it starts): the backend once it runs, else ``NO_BACKEND``; the process index,
+    count and host for a process of a multi-process job."""
+    import jax
+
+    me = current()
+    job = (me.process_count or 1) > 1
+    return Environment(jax_version=jax.__version__, python_version=platform.python_version(),
+                       backend=me.backend or NO_BACKEND, hook_mode=hook_mode,
+                       compilation_cache_dir=cache_dir,
+                       process_index=me.process_index if job else None,
+                       process_count=me.process_count if job else None,
+                       host=me.host if job else None)
 
 
 def _distributed_state() -> tuple[int | None, int | None]:

@@ -10,7 +10,6 @@ event" slot. This module holds the only mutable recording state; ``stop()`` retu
 from __future__ import annotations
 
 import contextlib
-import platform
 import sys
 import threading
 import time
@@ -18,37 +17,32 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from recompile_cli.capture import frames, jax_internals, origins
+from recompile_cli.capture import forks, frames, jax_internals, origins, process
+from recompile_cli.capture import jax_internals_listeners as listeners
 from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
+from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
 from recompile_cli.capture.frames import exception_summary
 from recompile_cli.capture.signatures import LowerInfo, TraceInfo
-from recompile_cli.capture.stale import Snapshot
+from recompile_cli.capture.stale import Watch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
-    CacheOutcome,
     Environment,
     Event,
+    FunctionKey,
     HookMode,
     Owner,
     Session,
     Signature,
-    StaleCapture,
 )
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _STAGES = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
-# Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
-# start of a backend compile and its COMPILE_EVENT, so they belong to the compile that follows).
-_CACHE_STATUS = {
-    "/jax/compilation_cache/compile_requests_use_cache": CacheOutcome.MISS_NOT_WRITTEN,
-    "/jax/compilation_cache/cache_misses": CacheOutcome.MISS_WRITTEN,
-    "/jax/compilation_cache/cache_hits": CacheOutcome.HIT,
-}
-CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
+_LISTENERS_GONE = ("the jax.monitoring listeners were removed while the program ran (e.g. by "
+                   "jax.monitoring.clear_event_listeners()); compiles after that were not recorded")
 
 
 class Recorder:
@@ -67,11 +61,15 @@ class Recorder:
         on_compile: called with each top-level event when its backend compile completes, on
             the compiling thread, inside the user's jitted call. Unlike every other callback,
             what it raises is not caught: it reaches that call (the runtime guard uses this).
+        compile_cost: profile each lowered program (``capture.jax_cost``; private hooks only).
+        cache_keys: take each persistent-cache key apart (``capture.jax_cache_key``; private
+            hooks and a cache directory only).
     """
 
     def __init__(self, target: str = "", hook_mode: HookMode = HookMode.PRIVATE,
                  events_log: str | Path | None = None,
-                 on_compile: Callable[[Event], None] | None = None) -> None:
+                 on_compile: Callable[[Event], None] | None = None,
+                 compile_cost: bool = True, cache_keys: bool = True) -> None:
         self.target = target
         self._on_compile = on_compile
         self._requested_mode = HookMode(hook_mode)
@@ -86,6 +84,7 @@ class Recorder:
         self.hook_mode = self._requested_mode
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._enrich = Enrichment(self._local, self._on_internal_error, compile_cost, cache_keys)
         self._drafts: list[Draft] = []
         self._warnings: list[str] = []
         self._internal_errors = 0
@@ -99,8 +98,7 @@ class Recorder:
         self._call_label: str | None = None
         self._call_of: str | None = None
         self._paused = False
-        self._cache_dir: str | None = None
-        self._snapshots: list[tuple[str, str | None, Snapshot]] = []
+        self._stale = Watch()
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -109,8 +107,9 @@ class Recorder:
         if self._requested_mode == HookMode.PRIVATE:
             reason = jax_internals.probe()
             if reason is None:
-                self._hooks = jax_internals.Hooks(self._on_trace, self._on_lower,
-                                                  self._on_internal_error)
+                self._hooks = jax_internals.Hooks(
+                    self._on_trace, self._on_lower, self._on_internal_error,
+                    self._on_cost if self._enrich.compile_cost else None)
                 self._hooks.install()
                 self._base_context = jax_internals.trace_context()
             else:
@@ -118,13 +117,20 @@ class Recorder:
                                       "counting compiles and times from the public "
                                       "jax.monitoring events only, without causes")
         self.hook_mode = HookMode.PRIVATE if self._hooks else HookMode.PUBLIC_ONLY
-        self._cache_dir = _configured_cache_dir()
-        jax_internals.register_listener("event_duration", self._on_duration)
-        jax_internals.register_listener("event", self._on_event)
+        self._enrich.install(private=self._hooks is not None)
+        listeners.register_listener("event_duration", self._on_duration)
+        listeners.register_listener("event", self._on_event)
         if self._events_log_path is not None:  # the end record completes its environment
             self._log = EventLog(self._events_log_path)
             self._log.header(self.environment(), self.target, self.base_context)
+        forks.track(self)
         return self
+
+    def forked(self) -> None:
+        """In a child of ``os.fork``: a lock of its own, and the parent's events log left to
+        the parent (``capture.forks``)."""
+        self._lock = threading.Lock()
+        self._log = None
 
     def count_call(self, key: str) -> int:
         """Count one call of the function ``key``; returns its 0-based index."""
@@ -153,14 +159,18 @@ class Recorder:
         """Stop listening, restore JAX, and return the frozen ``Session`` (also ``.session``)."""
         self._wall = time.perf_counter() - self._t0
         self.set_call(None, None)
-        _unregister("event_duration", self._on_duration, self._warnings)
-        _unregister("event", self._on_event)
+        if not listeners.unregister_listener("event_duration", self._on_duration):  # never raises
+            self._warnings.append(_LISTENERS_GONE)
+        listeners.unregister_listener("event", self._on_event)
         if self._hooks is not None:
             self._warnings.extend(self._hooks.uninstall())
             self._hooks = None
+        self._warnings.extend(self._enrich.uninstall())
         if self._internal_errors:
-            self._warnings.append(f"{self._internal_errors} internal recorder error(s) were "
-                                  "caught; the affected events may lack details")
+            errors = self._internal_errors
+            were = "errors were" if errors > 1 else "error was"
+            self._warnings.append(f"{errors} internal recorder {were} caught; the affected "
+                                  "events may lack details")
         if self.hook_mode == self._requested_mode == HookMode.PUBLIC_ONLY:
             self._warnings.append("hook mode public-only: causes and signatures are not "
                                   "recorded")
@@ -172,22 +182,8 @@ class Recorder:
         return self.session
 
     def environment(self) -> Environment:
-        """What records, read without starting JAX's backend (``jax.distributed.initialize``
-        must run before it starts): the backend once it runs, else ``NO_BACKEND``; the process
-        index, count and host for a process of a multi-process job."""
-        import jax
-
-        from recompile_cli.capture import process
-        from recompile_cli.session.model import NO_BACKEND
-
-        me = process.current()
-        job = (me.process_count or 1) > 1
-        return Environment(jax_version=jax.__version__, python_version=platform.python_version(),
-                           backend=me.backend or NO_BACKEND, hook_mode=self.hook_mode,
-                           compilation_cache_dir=self._cache_dir,
-                           process_index=me.process_index if job else None,
-                           process_count=me.process_count if job else None,
-                           host=me.host if job else None)
+        """What records (``process.environment``), read without starting JAX's backend."""
+        return process.environment(self.hook_mode, self._enrich.cache_dir)
 
     @property
     def base_context(self) -> dict[str, str]:
@@ -196,7 +192,7 @@ class Recorder:
     def snapshot(self, final: bool = False) -> Session:
         """A frozen ``Session`` of everything recorded so far; recording goes on."""
         wall = self._wall if final else time.perf_counter() - self._t0
-        stale = self._stale_captures()
+        stale = self._stale.captures(self._on_internal_error)
         warnings = list(self._warnings)
         with self._lock:
             drafts = sorted(self._drafts, key=lambda d: d.start)
@@ -244,9 +240,7 @@ class Recorder:
                 if draft is not None and self._on_compile is not None and draft.depth == 0:
                     compiled = freeze(draft.id, draft)
             elif event == CACHE_SAVED_EVENT:
-                # JAX reports the stored compile time (whole seconds) minus the retrieval
-                # time, which goes negative for sub-second compiles: nothing was saved then.
-                self._local.cache_saved = max(duration, 0.0)
+                self._enrich.on_saved(duration)
         except Exception as exc:
             self._on_internal_error(exc)
         if compiled is not None and self._on_compile is not None:
@@ -254,11 +248,7 @@ class Recorder:
 
     def _on_event(self, event: str, **kwargs: Any) -> None:
         try:
-            status = _CACHE_STATUS.get(event)
-            if status is not None and self._cache_dir:
-                if status == CacheOutcome.MISS_NOT_WRITTEN:  # a new request: reset the last's
-                    self._local.cache_saved = 0.0
-                self._local.cache_status = status
+            self._enrich.on_event(event)
         except Exception as exc:
             self._on_internal_error(exc)
 
@@ -269,7 +259,9 @@ class Recorder:
         current: Draft | None = getattr(local, "current", None)
         if stage == "trace":
             if self._hooks is None:  # private mode times traces itself, nested ones included
-                local.current = self._new(name or "?", None, depth=0, seconds=seconds)
+                local.current = self._new(name or "?", self._counted_at(name), depth=0,
+                                          seconds=seconds,
+                                          owner=origins.public_owner(sys._getframe(1)))
                 local.current.traced, local.current.trace_seconds = True, seconds
                 self._emit(local.current)
             return None
@@ -279,7 +271,9 @@ class Recorder:
         fits = (current is not None and current.function == name
                 and not (current.lowered if stage == "lower" else current.compiled))
         if current is None or not fits:
-            current = self._new(name or "?", None, depth=0, seconds=seconds)
+            current = self._new(name or "?", self._counted_at(name), depth=0, seconds=seconds,
+                                owner=(origins.public_owner(sys._getframe(1))
+                                       if self._hooks is None else None))
             local.current = current
         if stage == "lower":
             current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
@@ -292,9 +286,7 @@ class Recorder:
         local.pending_lower = None
         current.compiled, current.compile_seconds, current.compile_start = True, seconds, start
         self.compiles += 1
-        current.persistent_cache = getattr(local, "cache_status", None)
-        current.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
-        local.cache_status, local.cache_saved = None, 0.0
+        self._enrich.compiled(current)
         self._emit(current)
         return current
 
@@ -315,11 +307,10 @@ class Recorder:
         if info.error is not None:
             draft.error = trace_error(info.error, info.leaves)
         elif frames.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
-            snapshot = Snapshot.take(info.fun)
-            if snapshot is not None:
-                self._snapshots.append((info.name, info.defined_at, snapshot))
+            self._stale.add(info.name, info.defined_at, info.fun)
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
+            self._local.traced_fun = (info.jaxpr_id, info.fun)  # for naming its constants
         if info.jaxpr_id is not None and info.error is None:  # its lowering may come later
             traced = getattr(self._local, "traced", None)
             if traced is None:
@@ -353,6 +344,11 @@ class Recorder:
         current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
         self._emit(current)
 
+    def _on_cost(self, jaxpr: Any, lowering: Any) -> None:
+        """Profile the program just lowered into the current event (``Enrichment.cost``)."""
+        if not self._paused:
+            self._enrich.cost(jaxpr, lowering)
+
     def _on_internal_error(self, exc: BaseException) -> None:
         self._internal_errors += 1
 
@@ -365,6 +361,15 @@ class Recorder:
         except Exception as exc:
             self._on_internal_error(exc)
             return (Owner.JAX if info.eager_primitive else None), None
+
+    def _counted_at(self, name: str | None) -> str | None:
+        """Public-only: where the function whose counted call (``--count-calls``) runs now is
+        defined, for an event of that name, so that its calls and location fill in."""
+        if self._hooks is None and self._call_of:
+            key = FunctionKey.parse(self._call_of)
+            if key.name == name:
+                return key.defined_at
+        return None
 
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
              owner: Owner | None = None) -> Draft:
@@ -384,17 +389,6 @@ class Recorder:
         if self._log is not None:
             self._log.event(freeze(draft.id, draft))
 
-    def _stale_captures(self) -> list[StaleCapture]:
-        found: dict[tuple[str, str | None, str], StaleCapture] = {}
-        for name, defined_at, snapshot in self._snapshots:
-            try:
-                for variable, scope, then, now in snapshot.stale():
-                    found.setdefault((name, defined_at, variable), StaleCapture(
-                        name, defined_at, variable, scope, then, now))
-            except Exception as exc:
-                self._on_internal_error(exc)
-        return list(found.values())
-
     def _context_changes(self, context: dict[str, str]) -> dict[str, str]:
         """The entries of a trace's context that differ from the base context; the same
         context object as the last trace's (``trace_context`` reuses it) gives the same answer."""
@@ -404,20 +398,3 @@ class Recorder:
         changes = {k: v for k, v in context.items() if self._base_context.get(k) != v}
         self._last_context = (context, changes)
         return changes
-
-
-def _configured_cache_dir() -> str | None:
-    import jax
-
-    # Not a declared attribute of jax's Config (and absent from some versions).
-    cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
-    return cache_dir or None
-
-
-def _unregister(kind: str, callback: Any, warnings: list[str] | None = None) -> None:
-    """Remove a ``jax.monitoring`` listener; never raises (the API differs across JAX versions,
-    see ``jax_internals.unregister_listener``). Notes in ``warnings`` when it was already gone."""
-    if not jax_internals.unregister_listener(kind, callback) and warnings is not None:
-        warnings.append("the jax.monitoring listeners were removed while the program ran (e.g. "
-                        "by jax.monitoring.clear_event_listeners()); compiles after that were "
-                        "not recorded")

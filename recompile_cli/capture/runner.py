@@ -30,10 +30,14 @@ from recompile_cli.errors import TargetError
 from recompile_cli.session.model import HookMode, Session
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by `profile` only, not by `run`
+    from recompile_cli.capture.host_check import HostCheck
     from recompile_cli.inputs.spec import Spec
 
 # progress(calls done, calls in all, compiles so far, seconds elapsed)
 Progress = Callable[[int, int, int, float], None]
+# invoke(callable, args, kwargs): what one call of a spec does (default: run it and block on its
+# outputs; ``forecast`` traces it on abstract arguments instead)
+Invoke = Callable[[Callable[..., Any], list[Any], dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,9 @@ class RunOptions:
     events_log: Path | None = None
     progress: Progress | None = None
     count_calls: bool = False  # scripts only: count calls of the functions the script jits
+    host_check: HostCheck | None = None  # --check-hosts: called at each compile
+    invoke: Invoke | None = None  # specs only: replaces running each call (capture.forecast)
+    spec_array: Callable[[Any], Any] | None = None  # specs only: builds the spec's arrays
 
 
 def is_jitted(fn: Any) -> bool:
@@ -88,14 +95,21 @@ def profile(target: str, spec: Spec, jit_options: dict[str, Any], no_jit: bool,
     return _outcome(recorder)
 
 
+def profile_function(function: Callable[..., Any], label: str, spec: Spec,
+                     jit_options: dict[str, Any], keep_going: bool = False,
+                     options: RunOptions = RunOptions()) -> Outcome:
+    """``profile`` for a function object given to the Python API (``forecast``): every call of
+    the spec to ``function`` (jitted unless it already is) under the recorder."""
+    with _recording(label, options) as recorder:
+        call_spec(recorder, function, spec, jit_options, False, keep_going, options,
+                  loader.resolver())
+    return _outcome(recorder)
+
+
 def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[str, Any],
                 no_jit: bool, keep_going: bool, options: RunOptions) -> None:
     """The body of ``profile``: every outcome of the target is recorded, none escapes but a
     bad target and the interruptions that ``_recording`` turns into failures."""
-    import jax
-
-    from recompile_cli.inputs.spec import materialize
-
     resolve = loader.resolver()
     try:
         found = loader.load_target(target)
@@ -103,17 +117,29 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
         recorder.fail(f"importing {target} called sys.exit({exc.code!r})")
         return
     _check_callable(found, spec, jit_options, no_jit)
-    key = frames.function_key_of(found.function)
+    call_spec(recorder, found.function, spec, jit_options, no_jit, keep_going, options, resolve)
+
+
+def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
+              jit_options: dict[str, Any], no_jit: bool, keep_going: bool, options: RunOptions,
+              resolve: Callable[[str], Callable[..., Any]]) -> None:
+    """Make every call of ``spec`` to ``function`` (jitted unless ``no_jit``) under the
+    recorder; a call's failure is recorded, and stops the calls unless ``keep_going``."""
+    from recompile_cli.inputs.materialize import materialize
+
+    invoke = options.invoke or _run_call
+    key = frames.function_key_of(function)
     total = recorder.calls_planned = len(spec.cases)
     recorder.calls[key] = 0
-    call = prepare(found.function, jit_options, no_jit, recorder)
+    call = prepare(function, jit_options, no_jit, recorder)
     started = time.perf_counter()
     for case in spec.cases:
         recorder.set_call(None, None)
         with recorder.paused():  # building arguments is not part of the profile
             try:
-                args = [materialize(v, resolve) for v in case.args]
-                kwargs = {k: materialize(v, resolve) for k, v in case.kwargs.items()}
+                args = [materialize(v, resolve, options.spec_array) for v in case.args]
+                kwargs = {k: materialize(v, resolve, options.spec_array)
+                          for k, v in case.kwargs.items()}
             except exits.INTERRUPTIONS:
                 raise
             except BaseException as exc:
@@ -123,7 +149,7 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
         recorder.set_call(case.index, case.site or case.label, of=key)
         recorder.count_call(key)
         try:
-            jax.block_until_ready(call(*args, **kwargs))
+            invoke(call, args, kwargs)
         except exits.INTERRUPTIONS:
             raise
         except SystemExit as exc:
@@ -138,6 +164,12 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
             if options.progress is not None:
                 options.progress(recorder.calls[key], total, recorder.compiles,
                                  time.perf_counter() - started)
+
+
+def _run_call(call: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> None:
+    import jax
+
+    jax.block_until_ready(call(*args, **kwargs))
 
 
 def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any],
@@ -215,7 +247,11 @@ def _recording(label: str, options: RunOptions) -> Iterator[Recorder]:
     """
     import jax
 
-    recorder = Recorder(label, hook_mode=options.hook_mode, events_log=options.events_log)
+    exits.raise_pending()  # a signal that came while the tool started: the target never starts
+    recorder = Recorder(label, hook_mode=options.hook_mode, events_log=options.events_log,
+                        on_compile=options.host_check)
+    if options.host_check is not None:
+        options.host_check.bind(recorder)
     cwd = os.getcwd()
     jax.clear_caches()
     recorder.start()

@@ -3,7 +3,8 @@
 JAX bakes the values a function reads from globals and closures into the trace; when such a
 value changes later, the cached executable silently keeps the old one. ``Snapshot.take`` records
 the simple values (numbers, strings, tuples of them, small arrays) a function's code reads at
-trace time; ``Snapshot.stale`` lists the ones whose current value differs.
+trace time; ``Snapshot.stale`` lists the ones whose current value differs. ``Watch`` keeps the
+snapshots of one recording and lists its ``StaleCapture`` entries.
 
 Which names count is read from the bytecode (``loaded_names``): only the global loads and the
 closure-cell loads of the function and of the functions, lambdas, classes and comprehensions
@@ -15,11 +16,12 @@ from __future__ import annotations
 import dis
 import functools
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from recompile_cli.capture.frames import python_function
-from recompile_cli.session.model import CaptureScope
+from recompile_cli.session.model import CaptureScope, StaleCapture
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()
@@ -86,6 +88,31 @@ class Snapshot:
             if now is not None and now[0] != print_then:
                 out.append((name, CaptureScope.CLOSURE, text_then, now[1]))
         return out
+
+
+class Watch:
+    """The snapshots of the user's functions traced during one recording."""
+
+    def __init__(self) -> None:
+        self._snapshots: list[tuple[str, str | None, Snapshot]] = []
+
+    def add(self, name: str, defined_at: str | None, fun: Any) -> None:
+        """Snapshot what the traced function ``fun`` reads (when it reads anything simple)."""
+        snapshot = Snapshot.take(fun)
+        if snapshot is not None:
+            self._snapshots.append((name, defined_at, snapshot))
+
+    def captures(self, on_error: Callable[[BaseException], None]) -> list[StaleCapture]:
+        """Each variable read at trace time whose value changed since, once per function."""
+        found: dict[tuple[str, str | None, str], StaleCapture] = {}
+        for name, defined_at, snapshot in self._snapshots:
+            try:
+                for variable, scope, then, now in snapshot.stale():
+                    found.setdefault((name, defined_at, variable), StaleCapture(
+                        name, defined_at, variable, scope, then, now))
+            except Exception as exc:
+                on_error(exc)
+        return list(found.values())
 
 
 @functools.lru_cache(maxsize=1024)

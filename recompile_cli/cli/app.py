@@ -2,126 +2,63 @@
 
 Exit codes and signals are ``exits``'s; ``output.user_errors`` is the one place that turns a
 ``RecompileError`` or an interruption into its message and exit code. Heavy modules (JAX,
-pandas) are imported inside the commands that need them, so ``--help`` stays fast.
+pandas) are imported inside the commands that need them, so ``--help`` stays fast. The shared
+options are ``options_cli``'s; validating a run's report options and finishing a run (report,
+gates, exit code) are ``finish``'s; ``merge`` and ``forecast`` live in modules of their own.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recompile_cli import exits, options
-from recompile_cli.cli import merge_command, output
+from recompile_cli import exits
+from recompile_cli.cli import (
+    finish,
+    forecast_command,
+    help_format,
+    merge_command,
+    options_cli,
+    output,
+)
+from recompile_cli.cli.options_cli import (
+    AllOption,
+    BaselineOption,
+    CacheOption,
+    CompileRegressionOption,
+    DiffFormat,
+    EventsLogOption,
+    FailOnOption,
+    FormatOption,
+    GateFormat,
+    HookOption,
+    JunitOption,
+    MaxArrayOption,
+    MaxCallsOption,
+    MaxCompilesOption,
+    OutputOption,
+    QuietOption,
+    SaveBaselineOption,
+    SaveOption,
+    StaticArgnamesOption,
+    StaticArgnumsOption,
+    StrictOption,
+    spec_of,
+)
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
-from recompile_cli.errors import RecompileError
-from recompile_cli.render.registry import FORMATS
-from recompile_cli.session.model import CauseCode, HookMode
+from recompile_cli.session.model import HookMode
 
 if TYPE_CHECKING:
-    from recompile_cli.capture.runner import Outcome
-    from recompile_cli.gate.baseline import Baseline
-    from recompile_cli.gate.evaluate import Gates
+    from recompile_cli.capture.host_check import HostCheck
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
     rich_markup_mode=None, pretty_exceptions_enable=False,
+    cls=help_format.ReadableGroup, context_settings=help_format.CONTEXT_SETTINGS,
     help="Find out which JAX functions re-trace and re-compile, why, and what it costs.")
-
-if TYPE_CHECKING:
-    class Format(enum.StrEnum):
-        """The report formats; mypy cannot see members made from ``FORMATS`` at run time."""
-else:
-    Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)
-
-
-class GateFormat(enum.StrEnum):
-    table = "table"
-    markdown = "markdown"
-
-
-FormatOption = Annotated[Format | None, typer.Option(
-    "--format", "-f", help="Report format on stdout (default: table). With --output, the "
-    "file's format (default: from its extension).")]
-OutputOption = Annotated[Path | None, typer.Option(
-    "--output", "-o", help="Also write the report to this file (.json, .md, .txt, .csv, "
-    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv and causes.csv.")]
-SaveOption = Annotated[Path | None, typer.Option(
-    "--save", help="Save the session as JSON, to render later with `recompile-cli report`.")]
-AllOption = Annotated[bool, typer.Option(
-    "--all", help="List JAX- and library-internal functions and events too.")]
-CacheOption = Annotated[Path | None, typer.Option(
-    "--compilation-cache", help="Use JAX's persistent compilation cache in this folder and "
-    "report hits, misses written and misses not written (below JAX's minimum compile time).")]
-HookOption = Annotated[HookMode, typer.Option(
-    "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
-    "automatically); 'public-only' uses only the public jax.monitoring events.")]
-MaxCompilesOption = Annotated[int | None, typer.Option(
-    "--max-compiles", min=0,
-    help="Gate: exit 1 if any of your functions compiles more often.")]
-FailOnOption = Annotated[str | None, typer.Option(
-    "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
-    "new_function,weak_type.")]
-SaveBaselineOption = Annotated[Path | None, typer.Option(
-    "--save-baseline", help="Write per-function compile counts to this baseline file.")]
-BaselineOption = Annotated[Path | None, typer.Option(
-    "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
-    "that compiles.")]
-EventsLogOption = Annotated[Path | None, typer.Option(
-    "--events-log", help="Append every event to this JSON-lines file as it happens (flushed), "
-    "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-JunitOption = Annotated[Path | None, typer.Option(
-    "--junit-xml", help="Write the gate results as JUnit XML (one test case per function).")]
-StrictOption = Annotated[bool, typer.Option(
-    "--strict", help="Gate: a budget that matches no recorded function fails (else warns).")]
-MaxArrayOption = Annotated[int | None, typer.Option(
-    "--max-array-bytes", min=1, help="Refuse spec arrays larger than this (default 4 GiB).")]
-MaxCallsOption = Annotated[int | None, typer.Option(
-    "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
-    "100,000).")]
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """Everything a run's report and gates need, validated before the target runs."""
-
-    files: ReportFiles
-    gates: Gates
-    baseline: Baseline | None
-    baseline_path: Path | None
-    save_baseline: Path | None
-    junit: Path | None
-    events_log: Path | None
-
-
-def _request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
-             max_compiles: int | None, fail_on: str | None, baseline: Path | None,
-             save_baseline: Path | None, junit: Path | None, events_log: Path | None
-             ) -> Request:
-    """Resolve every path against the starting folder and validate every option."""
-    from recompile_cli.gate import baseline as baselines
-    from recompile_cli.gate.evaluate import Gates
-
-    files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path),
-                        output.absolute(save), show_all)
-    if files.output is not None:
-        output.output_format(files)
-    output.check_writable(files.output, "--output", folder_ok=True)  # CSV tables: a folder
-    for path, option in ((files.save, "--save"), (output.absolute(junit), "--junit-xml"),
-                         (output.absolute(events_log), "--events-log"),
-                         (output.absolute(save_baseline), "--save-baseline")):
-        output.check_writable(path, option)
-    loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
-    gates = Gates(max_compiles=max_compiles, fail_on=_cause_codes(fail_on),
-                  list_all=junit is not None)
-    return Request(files, gates, loaded, output.absolute(baseline),
-                   output.absolute(save_baseline), output.absolute(junit),
-                   output.for_process(output.absolute(events_log), None))
-
+app.callback()(help_format.root)  # --version
 
 @app.command()
 def profile(
@@ -130,10 +67,7 @@ def profile(
     args: Annotated[Path | None, typer.Option(
         "--args", "-a",
         help="YAML spec of the calls to make (default: one call, no args).")] = None,
-    static_argnames: Annotated[str | None, typer.Option(
-        help="Comma-separated static argument names, for a plain (not jitted) target.")] = None,
-    static_argnums: Annotated[str | None, typer.Option(
-        help="Comma-separated static argument positions, for a plain target.")] = None,
+    static_argnames: StaticArgnamesOption = None, static_argnums: StaticArgnumsOption = None,
     no_jit: Annotated[bool, typer.Option(
         "--no-jit", help="Call the target as it is; record only the jits inside it.")] = False,
     keep_going: Annotated[bool, typer.Option(
@@ -148,16 +82,12 @@ def profile(
 ) -> None:
     """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
     from recompile_cli.capture import runner
-    from recompile_cli.inputs.spec import load_spec, single_call
 
     with user_errors():
-        request = _request(fmt, output_path, save, show_all, max_compiles, fail_on, baseline,
-                           save_baseline, junit_xml, events_log)
-        limits = {k: v for k, v in (("max_array_bytes", max_array_bytes),
-                                    ("max_calls", max_calls)) if v is not None}
-        spec = load_spec(output.absolute(args), **limits) if args else single_call()  # type: ignore[arg-type]
-        jit_options = dict(spec.jit_options)
-        jit_options.update(_jit_flags(static_argnames, static_argnums))
+        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
+                                 baseline, save_baseline, junit_xml, events_log)
+        spec = spec_of(args, max_array_bytes, max_calls)
+        jit_options = options_cli.jit_options(spec, static_argnames, static_argnums)
         if compilation_cache:
             runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
         progress = None if quiet else output.progress_printer()
@@ -166,7 +96,7 @@ def profile(
                                      runner.RunOptions(hook_mode, request.events_log, progress))
         finally:
             output.end_progress(progress)
-    _finish(outcome, request)
+    finish.finish(outcome, request)
 
 
 @app.command(context_settings={"allow_interspersed_args": False,
@@ -185,6 +115,14 @@ def run(
     fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
     events_log: EventsLogOption = None,
+    fail_on_compile_regression: CompileRegressionOption = None,
+    check_hosts: Annotated[bool, typer.Option(
+        "--check-hosts", help="In a multi-process job (jax.distributed): at each compile, check "
+        "that every process compiles the same program, and stop every process (exit 3) at the "
+        "first that does not, before it runs (docs/multi-host.md).")] = False,
+    host_timeout: Annotated[float | None, typer.Option(
+        "--host-timeout", metavar="SECONDS", help="With --check-hosts: seconds to wait for the "
+        "other processes' compiles (above 0, at most 86400; default 60).")] = None,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
 
@@ -194,16 +132,47 @@ def run(
     from recompile_cli.capture import runner
 
     with user_errors():
-        request = _request(fmt, output_path, save, show_all, max_compiles, fail_on, baseline,
-                           save_baseline, junit_xml, events_log)
+        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
+                                 baseline, save_baseline, junit_xml, events_log,
+                                 fail_on_compile_regression)
         if compilation_cache:
             runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
         machine_readable = request.files.output is None and request.files.fmt not in (
             None, "table")
+        timeout = _host_timeout(check_hosts, host_timeout)
         with output.script_stdout_to_stderr(machine_readable):
+            check = _host_check(timeout, request) if timeout is not None else None
             outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
-                hook_mode, request.events_log, count_calls=count_calls))
-    _finish(outcome, request)
+                hook_mode, request.events_log, count_calls=count_calls, host_check=check))
+    if check is not None:  # when it stopped the job, it ends the process itself
+        from recompile_cli.host_guard import conclude
+
+        conclude(check, outcome, lambda done: finish.finish(done, request))
+    finish.finish(outcome, request)
+
+
+def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:
+    """--check-hosts' timeout (None: no check); exit 2 for --host-timeout alone or out of
+    range (``options.host_timeout``)."""
+    from recompile_cli import options
+    from recompile_cli.errors import RecompileError
+
+    if not check_hosts:
+        if seconds is not None:
+            raise RecompileError("--host-timeout is how long --check-hosts waits for the other "
+                                 "processes' compiles: pass --check-hosts too, or leave "
+                                 "--host-timeout out.")
+        return None
+    try:
+        return options.host_timeout(60.0 if seconds is None else seconds, "--host-timeout")
+    except (TypeError, ValueError) as exc:
+        raise RecompileError(str(exc)) from None
+
+
+def _host_check(timeout: float, request: finish.Request) -> HostCheck:
+    from recompile_cli.host_guard import host_check
+
+    return host_check(timeout, lambda done: finish.finish(done, request))
 
 
 @app.command()
@@ -217,6 +186,7 @@ def check(
     save_baseline: SaveBaselineOption = None, baseline: BaselineOption = None,
     junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.PRIVATE,
     strict: StrictOption = False,
+    fail_on_compile_regression: CompileRegressionOption = None,
 ) -> None:
     """Run every target of the budget file and fail (exit 1) when a budget is broken."""
     from recompile_cli.cli.check_runner import run_checks
@@ -232,12 +202,13 @@ def check(
         output.check_writable(junit, "--junit-xml")
         save_to = output.absolute(save_baseline)
         output.check_writable(save_to, "--save-baseline")
+        finish.needs_baseline(fail_on_compile_regression, baseline)
         loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
         runs, interrupted = run_checks(budgets, hook_mode)
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",
-                          strict)
+                          strict, fail_on_compile_regression)
         if save_to is not None and not interrupted:
             output.write_file(save_to, baselines.baseline_text([r.report for r in runs]),
                               "baseline", problems)
@@ -268,8 +239,7 @@ def report(
     with user_errors():
         files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path), None,
                             show_all)
-        if files.output is not None:
-            output.output_format(files)
+        output.check_report_files(files)
         loaded = load_session(session)
     output.emit_report(analyse(loaded), files, problems)
     raise typer.Exit(output.exit_code(None, None, True, problems))
@@ -282,83 +252,56 @@ def diff(
     fail_on_regression: Annotated[bool, typer.Option(
         "--fail-on-regression", help="Exit 1 if any function compiles more often in NEW.")
     ] = False,
+    fmt: Annotated[DiffFormat, typer.Option(
+        "--format", "-f", help="table (default), markdown (a PR comment) or json.")
+    ] = DiffFormat.table,
 ) -> None:
-    """Per-function change in traces, compiles and compile seconds, and causes new in NEW."""
+    """Per-function change in traces, compiles and compile seconds, causes new in NEW, and
+    why the persistent compilation cache keys changed."""
+    from recompile_cli.analysis.cache_keys import diff_sessions
     from recompile_cli.analysis.compare import diff_reports
     from recompile_cli.analysis.report import analyse
-    from recompile_cli.render.diff import render_diff
+    from recompile_cli.render import cache_keys
+    from recompile_cli.render.diff import regression_text, render_diff
     from recompile_cli.session.files import load_session
 
     with user_errors():
-        changes, new_causes = diff_reports(analyse(load_session(old)),
-                                           analyse(load_session(new)))
-    typer.echo(render_diff(changes, new_causes, str(old), str(new)), nl=False)
+        old_session, new_session = load_session(old), load_session(new)
+        changes, new_causes = diff_reports(analyse(old_session), analyse(new_session))
+        keys = diff_sessions(old_session, new_session)
+    if fmt == DiffFormat.json:
+        output.echo(cache_keys.diff_json(changes, new_causes, keys, str(old), str(new)), nl=False)
+    else:
+        markdown = fmt == DiffFormat.markdown
+        output.echo(cache_keys.diff_text(render_diff(
+            changes, new_causes, str(old), str(new), markdown=markdown,
+            targets=(old_session.target, new_session.target)), keys, markdown=markdown), nl=False)
     regressed = fail_on_regression and any(c.regressed for c in changes)
+    if regressed:
+        typer.echo(regression_text(changes), err=True, nl=False)
     raise typer.Exit(exits.exit_code(gate_held=not regressed))
 
 
 app.command(name="merge")(merge_command.merge)
-
-
-def _finish(outcome: Outcome, request: Request) -> None:
-    """Analyse, print and write the report, evaluate the gates, and exit with the code."""
-    from recompile_cli.analysis.report import analyse
-    from recompile_cli.gate import baseline as baselines
-    from recompile_cli.gate.evaluate import Gated, evaluate
-
-    env = outcome.session.environment  # the process index is known now: fill {process}
-    request = replace(request, files=output.files_for_process(request.files, env),
-                      junit=output.for_process(request.junit, env),
-                      save_baseline=output.for_process(request.save_baseline, env))
-    problems = Problems()
-    with exits.deferred_signals() as received:
-        output.save_session(outcome.session, request.files.save, problems)
-        report = analyse(outcome.session)
-        output.emit_report(report, request.files, problems)
-        if request.save_baseline is not None:
-            output.write_file(request.save_baseline, baselines.baseline_text([report]),
-                              "baseline", problems)
-        gated = request.gates.any or request.baseline is not None
-        result = evaluate([Gated(outcome.session.target, report, request.gates,
-                                 outcome.failure)],
-                          request.baseline,
-                          f"re-run with --save-baseline {request.baseline_path}")
-        if gated:
-            output.emit_gate(result, request.junit, outcome.session.target, problems)
-    if outcome.traceback and not outcome.interrupted:
-        typer.echo(outcome.traceback.rstrip("\n"), err=True)
-    raise typer.Exit(output.exit_code(outcome.failure, outcome.interrupted or received.code,
-                                      result.held or not gated, problems))
-
-
-def _jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]]:
-    out: dict[str, tuple[Any, ...]] = {}
-    if names:
-        out["static_argnames"] = tuple(n.strip() for n in names.split(",") if n.strip())
-    if nums:
-        try:
-            out["static_argnums"] = tuple(int(n) for n in nums.split(",") if n.strip())
-        except ValueError:
-            raise RecompileError(f"--static-argnums takes comma-separated integers, got "
-                                 f"{nums!r}.") from None
-    return out
-
-
-def _cause_codes(text: str | None) -> tuple[CauseCode, ...]:
-    try:
-        return options.cause_codes(text, "--fail-on")
-    except ValueError as exc:
-        raise RecompileError(f"{exc}.") from None
+app.command(name="forecast")(forecast_command.forecast)
 
 
 def main() -> None:
-    """The ``recompile-cli`` console script: Ctrl-C or SIGTERM before anything was recorded
-    ends with 130/143 and one line, never a traceback."""
-    with exits.sigterm_raises():
-        try:
-            app(prog_name="recompile-cli")
-        except exits.INTERRUPTIONS as exc:
-            code = exits.interruption_code(exc)
-            typer.echo(f"recompile-cli: {exits.interruption_text(code)} before anything was "
-                       "recorded.", err=True)
-            raise SystemExit(code) from None
+    """The ``recompile-cli`` console script. Ctrl-C and SIGTERM are deferred from the start
+    (``exits.defer_signals``): they stop the target, or are taken into the exit code once the
+    report is out; either way the command ends with 130/143 and one line, never a traceback."""
+    exits.defer_signals()
+    try:
+        app(prog_name="recompile-cli")
+        code: Any = 0
+    except exits.INTERRUPTIONS as exc:
+        code = exits.interruption_code(exc)
+        typer.echo(f"recompile-cli: {exits.interruption_text(code)} before anything was "
+                   "recorded.", err=True)
+    except SystemExit as exc:
+        code = exc.code
+    late = exits.pending_code()  # came after the report was out, or to a command without a run
+    if late is not None and code not in (exits.ExitCode.SIGINT, exits.ExitCode.SIGTERM):
+        typer.echo(f"recompile-cli: {exits.interruption_text(late)}.", err=True)
+        code = late
+    raise SystemExit(code)

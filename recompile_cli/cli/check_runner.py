@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from recompile_cli import exits
 from recompile_cli.analysis.report import Report, analyse
 from recompile_cli.capture import runner
 from recompile_cli.capture.runner import Outcome
@@ -32,21 +33,27 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec
         for target, spec in zip(budgets.targets, specs, strict=True):
-            outcome = _run(target, spec, hook_mode)
+            try:
+                outcome = _run(target, spec, hook_mode)
+            except exits.INTERRUPTIONS as exc:  # a signal deferred before the target started
+                return runs, exits.interruption_code(exc)
             report = analyse(outcome.session)
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
                           steady_state_of=steady_of)
             runs.append(Gated(target.label, report, gates, outcome.failure))
-            if outcome.interrupted:
-                return runs, outcome.interrupted
+            interrupted = outcome.interrupted or exits.pending_code()  # or deferred since
+            if interrupted:
+                return runs, interrupted
     return runs, None
 
 
 def _spec(target: TargetBudget) -> Spec | None:
     if target.target is None:
         return None
-    return load_spec(target.args) if target.args is not None else single_call()
+    if target.args is None:
+        return single_call()
+    return load_spec(target.args, option="the budget file's 'args:'")
 
 
 def _run(target: TargetBudget, spec: Spec | None, hook_mode: HookMode) -> Outcome:

@@ -11,6 +11,8 @@ HTML, terminal text without control characters."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
@@ -35,9 +37,15 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
               show(_limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds)),
               row.status] for row in rows]
     table += [[show(_shown(e.target)), _RAN, "", "", "", "ERROR"] for e in _rowless(result)]
+    headers = ["target", "function", "compiles", "traces", "compile s", "status"]
+    if any(row.max_equations is not None for row in rows):  # max_equations budgets
+        headers.insert(5, "equations")
+        for i, line in enumerate(table):
+            recorded = rows[i].equations if i < len(rows) else None
+            line.insert(5, "" if i >= len(rows) else show(_limit(
+                "not recorded" if recorded is None else f"{recorded:,}", rows[i].max_equations)))
     if table:
-        lines.append(tabulate(table, headers=["target", "function", "compiles", "traces",
-                                              "compile s", "status"],
+        lines.append(tabulate(table, headers=headers,
                               tablefmt="github" if markdown else "simple",
                               disable_numparse=True))
     every = result.every_violation
@@ -68,6 +76,16 @@ def _shown(label: str) -> str:
     return locations.relative(label) or label
 
 
+def _suite_name(suite: str) -> str:
+    """The suite name: the budget file or target, its path relative to the working folder
+    even when outside it (``../ci/recompile-budget.yaml``), never absolute."""
+    program, space, rest = _shown(suite).partition(" ")
+    if os.path.isabs(program):
+        with contextlib.suppress(ValueError):  # another drive (Windows)
+            program = os.path.relpath(program)
+    return program + space + rest
+
+
 def _rowless(result: GateResult) -> list[TargetFailure]:
     """Targets that raised and have no budget row to carry the error."""
     with_rows = {row.target for row in result.rows}
@@ -83,7 +101,7 @@ def junit_xml(result: GateResult, suite: str) -> str:
         for row in result.rows]
     cases += [(suite, f"{v.function} ({v.rule})", [v], None) for v in result.violations]
     cases += [(e.target, f"{e.target} {_RAN}", [], e.message) for e in _rowless(result)]
-    root = ET.Element("testsuite", name=escape.xml(_shown(suite)), tests=str(len(cases)),
+    root = ET.Element("testsuite", name=escape.xml(_suite_name(suite)), tests=str(len(cases)),
                       failures=str(sum(1 for _, _, found, _ in cases if found)),
                       errors=str(sum(1 for *_, error in cases if error is not None)))
     for classname, name, found, error in cases:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
+from recompile_cli.render import compile_cost
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 
@@ -47,6 +48,7 @@ def _fields(report: Report, events: list[msgspec.Raw]) -> dict[str, Any]:
         "suggestions": report.suggestions,
     }
     fields.update((name, value) for name, value in saved.items() if name not in fields)
+    fields["compile_cost"] = compile_cost.json_section(report)  # added in 0.3: after the rest
     return fields
 
 
@@ -58,5 +60,8 @@ def _without_key(row: Any) -> dict[str, Any]:
 def _event(report: Report, event: Event) -> msgspec.Raw:
     """The event's line: its saved fields, then its kind, primary cause and causes."""
     causes = report.causes[event.seq]
-    analysis = codec.encode({"kind": event_kind(event), "cause": causes[0], "causes": causes})
+    cost = event.cost
+    analysis = codec.encode({"kind": event_kind(event), "cause": causes[0], "causes": causes,
+                             "equations": cost.equations if cost else None,
+                             "constants_bytes": cost.constants_bytes if cost else None})
     return msgspec.Raw(codec.encode_event(event)[:-1] + b"," + analysis[1:])

@@ -16,10 +16,12 @@ from typing import Any
 
 from tabulate import tabulate
 
+from recompile_cli.analysis.cache_outcomes import outcomes
 from recompile_cli.analysis.report import FunctionRow, Report
-from recompile_cli.render import escape, fit
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.render import cache_keys, compile_cost, escape, fit
 from recompile_cli.render.fit import Column, Give
-from recompile_cli.render.headline import counted, headline
+from recompile_cli.render.headline import headline
 from recompile_cli.session.locations import display as location
 from recompile_cli.session.locations import relative, relative_in
 from recompile_cli.session.model import CauseCode, Event, Owner
@@ -55,15 +57,16 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
             f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
             *(show(line) for line in headline(report).lines)]
     if env.compilation_cache_dir:
-        totals = report.totals
         head.append(f"persistent cache {show(relative(env.compilation_cache_dir))}: "
-                    f"{totals.persistent_cache_hits} hits, "
-                    f"{totals.persistent_cache_saved_seconds:.3f} s saved")
+                    + show(cache_keys.outcome_line(outcomes(session.events))))
     if style is MARKDOWN:
         head = [line + "  " for line in head]  # Markdown line breaks
     lines = _prose(head, fits)
     lines += _cause_table(report, style, fits)
     lines += ["", *_functions(report, show_all, style, fits)]
+    lines += compile_cost.text_section(
+        report, style.heading, style.bullet, style.text, style.prose,
+        lambda table: _table(table, style, fits, _COST_FIT), lambda text: _prose(text, fits))
     lines += _events(report, show_all, style, fits)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
@@ -164,7 +167,9 @@ def event_rows(report: Report, show_all: bool, limit: int | None = None) -> Tabl
         what = "trace+compile" if event.traced and event.compiled else (
             "trace" if event.traced else "compile")
         if event.persistent_cache:
-            what += f" ({escape.text(event.persistent_cache).replace('_', ' ')})"
+            reason = event.cache_key.reason if event.cache_key is not None else None
+            what += f" ({escape.text(event.persistent_cache).replace('_', ' ')}" + (
+                f": {escape.text(reason).replace('_', ' ')})" if reason else ")")
         rows.append([event.seq, event.function, location(event.call_site), what,
                      escape.text(cause.argument), change,
                      f"error: {event.error.type}" if event.error else cause.code])
@@ -187,6 +192,7 @@ _FUNCTION_FIT = {"function": Column(Give.MIDDLE), "defined at": Column(Give.END)
 _EVENT_FIT = {"function": Column(Give.MIDDLE), "call": Column(Give.END),
               "argument": Column(Give.MIDDLE), "before -> after": Column(Give.WRAP),
               "cause": Column(Give.WRAP, 12), "stage": Column(optional=1)}
+_COST_FIT = {"function": Column(Give.MIDDLE), "line": Column(Give.MIDDLE)}
 SAY_NOTHING_AT_ZERO = ("errors",)  # columns left out when every value is 0, as when empty
 
 

@@ -6,13 +6,22 @@ imports neither JAX nor pandas.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Annotated
 
+import msgspec
+
+from recompile_cli.session.cache_key import CacheKeyInfo
 from recompile_cli.session.locations import is_location
 from recompile_cli.session.structures import treedef_text
 
 SCHEMA_VERSION = 1
+# Counts and sizes of the compile cost, checked on loading (a hand-edited or corrupt file is
+# refused with the field's path, as any wrong type is).
+Count = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
+Bytes = Annotated[int, msgspec.Meta(ge=0, le=1 << 60)]
 
 
 class Owner(StrEnum):
@@ -210,6 +219,61 @@ class TraceError:
 
 
 @dataclass(frozen=True, slots=True)
+class LineCost:
+    """The jaxpr equations one line of the user's code produced (``CompileCost.lines``).
+
+    ``in_bodies`` of them sit in ``scan``/``while``/``cond``/``remat`` bodies (each body counted
+    once); ``group``/``repeats``: the line's equations are ``repeats`` copies of one group of
+    ``group`` primitives (an unrolled Python loop), 0 when they are not."""
+
+    location: str  # file:line
+    equations: Count
+    in_bodies: Count = 0
+    group: Count = 0
+    repeats: Count = 0
+
+    def __post_init__(self) -> None:
+        # Loaded sessions repeat a few lines in many compiles: one string each (memory).
+        object.__setattr__(self, "location", sys.intern(self.location))
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantCost:
+    """A large constant baked into a compiled program: its size, the user line whose equation
+    first reads it, and the variable holding it and where that is assigned, where found."""
+
+    nbytes: Bytes
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str = "array"  # "numpy array" or "jax array"
+    captured_at: str | None = None
+    variable: str | None = None
+    defined_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompileCost:
+    """What one compiled program is made of (``capture.jax_cost``): its jaxpr equations (bodies
+    of control flow counted once; ``walked`` < ``equations`` when attribution stopped at the
+    cap), the top lines of the user's code by equations, the lowered module's operations, the
+    constants baked in, and the jitted functions inlined into it (name, equations)."""
+
+    equations: Count
+    in_bodies: Count = 0
+    walked: Count = 0
+    lines: tuple[LineCost, ...] = ()
+    module_ops: Count | None = None
+    constants: Count = 0
+    constants_bytes: Bytes = 0
+    large_constants: tuple[ConstantCost, ...] = ()
+    inlined: tuple[tuple[str, Count], ...] = ()
+
+    @property
+    def capped(self) -> bool:
+        return self.walked < self.equations
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """One cache miss of one function: a trace, a lowering and compile, or all of them.
 
@@ -217,7 +281,10 @@ class Event:
     ``lowering_changes`` is set for a compile without re-trace: what changed in the lowering key;
     ``None`` means no previous lowering of that jaxpr existed (a jaxpr derived by grad/vmap).
     ``persistent_cache`` is ``hit``, ``miss_written`` or ``miss_not_written`` (compiled faster
-    than JAX's minimum for writing) when a persistent compilation cache is configured.
+    than JAX's minimum for writing) when a persistent compilation cache is configured;
+    ``cache_key`` is then its key taken apart, the reason a miss was not written and the exact
+    time a hit saved (``CacheKeyInfo``; private hooks only), and ``cache_saved_seconds`` that
+    time where known (else JAX's figure, from whole seconds).
     """
 
     seq: int
@@ -241,6 +308,8 @@ class Event:
     call_of: str | None = None  # function key of the profiled target / counted function
     lower_start_seconds: float | None = None  # when lowering began (seconds since the start)
     compile_start_seconds: float | None = None
+    cache_key: CacheKeyInfo | None = None  # the persistent-cache key taken apart (private hooks)
+    cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     process: int | None = None  # merged sessions only: the jax.distributed process index
 
     def stages(self) -> list[tuple[str, float, float]]:

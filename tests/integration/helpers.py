@@ -12,6 +12,33 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_programs"
 DATA = ROOT / "tests" / "data"
 
+# The targets that test_cli.py and test_forecast_exact.py both drive (each adds its own): a
+# plain function, a partial-jitted one with a static argument, a method, and a pytree builder.
+TARGETS_MODULE = """
+    import functools
+    import jax, jax.numpy as jnp
+
+    def plain(x, n):
+        return x * n
+
+    @functools.partial(jax.jit, static_argnames=("n",))
+    def partial_jitted(x, n):
+        return x * n
+
+    class Model:
+        scale = 2.0
+        def forward(self, x):
+            return x * self.scale
+
+    model = Model()
+
+    def make_params(n):
+        return {"w": jnp.ones((n,))}
+
+    def scaled(params, n):
+        return params["w"] * n
+"""
+
 
 def user_functions(report: dict) -> dict[str, dict]:
     return {f["name"]: f for f in report["functions"] if f["owner"] == "user"}

@@ -1,6 +1,6 @@
 """The whole change x container matrix of issue 18 (see ``matrix_cells.py``): importing this
 module registers every cell in ``CELLS``; ``IMPOSSIBLE`` lists the pairs that cannot occur, each
-with the reason; ``table()`` renders the matrix for README.md's "What it explains" section
+with the reason; ``table()`` renders the matrix for docs/causes.md's "What it explains" section
 (``python tests/integration/matrix.py`` prints it). The cells live in ``matrix_leaves.py``,
 ``matrix_statics.py`` and ``matrix_structures.py``; ``test_matrix.py`` runs them."""
 
@@ -60,7 +60,7 @@ IMPOSSIBLE: dict[tuple[str, str], str] = {
 }
 
 
-# -- the README's table ----------------------------------------------------------------------------
+# -- docs/causes.md's table -----------------------------------------------------------------------
 ROW_LABELS = {
     "shape": "shape", "dtype": "dtype", "weak_type": "weak type",
     "static_value": "static value", "static_prints_equal": "static, prints equal",

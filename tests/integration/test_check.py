@@ -101,7 +101,7 @@ def test_steady_state_violation_for_a_target(cli, project):
     """)
     result = cli("check", path)
     assert result.exit_code == 1
-    assert ("After a warm-up of 1 call(s) of step, step compiled 1 more time(s), first "
+    assert ("After a warm-up of 1 call of step, step compiled 1 more time, first "
             "during call 2: shape at x: f32[3] -> f32[4]") in (
         result.stdout)
 
@@ -120,7 +120,7 @@ def test_steady_state_of_a_script_counts_calls(cli, project):
         """)
         result = cli("check", path)
         assert result.exit_code == code, result.output
-    assert ("After a warm-up of 3 call(s) of train_step, train_step compiled 1 more time(s), "
+    assert ("After a warm-up of 3 calls of train_step, train_step compiled 1 more time, "
             "first during call 4") in result.stdout
     assert "shape at batch['x']: f32[32,8] -> f32[4,8]" in result.stdout
 

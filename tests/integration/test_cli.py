@@ -8,38 +8,15 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, SAMPLES, user_events, user_functions
-from jax_support import requires_jit_decorator_factory, requires_private_hooks
+from helpers import ROOT, SAMPLES, TARGETS_MODULE, user_events, user_functions
+from jax_support import requires_private_hooks
 
-MODULE = """
-    import functools
-    import jax, jax.numpy as jnp
-
-    def plain(x, n):
-        return x * n
-
-    @functools.partial(jax.jit, static_argnames=("n",))
-    def partial_jitted(x, n):
-        return x * n
-
-    class Model:
-        scale = 2.0
-        def forward(self, x):
-            return x * self.scale
-
-    model = Model()
-
+MODULE = TARGETS_MODULE + """
     def calls_jits(x):
         return partial_jitted(x, 2) + partial_jitted(x, 3)
 
     def boom(x):
         raise ValueError("bad input shape")
-
-    def make_params(n):
-        return {"w": jnp.ones((n,))}
-
-    def scaled(params, n):
-        return params["w"] * n
 """
 
 SPEC = """
@@ -283,7 +260,6 @@ def test_script_gets_argv_and_its_folder_on_sys_path(cli, program, tmp_path):
 
 
 @requires_private_hooks
-@requires_jit_decorator_factory  # sample_programs/static_args.py
 def test_python_m_entry_point_runs_in_a_subprocess(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from recompile_cli.capture.loader import resolver
 from recompile_cli.errors import BudgetError, RecompileError, SessionFileError, SpecError
 from recompile_cli.gate.budgets import BudgetFile, load_budget_file
-from recompile_cli.inputs.spec import ArraySpec, Spec, TupleSpec, load_spec, materialize
+from recompile_cli.inputs.materialize import materialize
+from recompile_cli.inputs.spec import ArraySpec, Spec, TupleSpec, load_spec
 from recompile_cli.session.files import load_session, session_to_dict
 from recompile_cli.session.model import Session
 

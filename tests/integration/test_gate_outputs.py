@@ -61,7 +61,7 @@ def test_fail_on_counts_one_event_with_two_changed_arguments_once(cli, program, 
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     result = cli("run", "--fail-on", "shape", "--junit-xml", junit, script)
     assert result.exit_code == 1, result.output
-    expected = (f"step: 1 event(s) with cause shape (--fail-on): shape at {first}: f32[3] -> "
+    expected = (f"step: 1 event with cause shape (--fail-on): shape at {first}: f32[3] -> "
                 f"f32[4], {second}: f32[3] -> f32[4] (")
     assert f"- {expected}" in result.stdout
     assert result.stdout.count(f"at {first}: f32[3] -> f32[4]") == 2  # violation + annotation
@@ -87,10 +87,10 @@ def test_an_event_with_two_wanted_codes_is_one_event_listing_both(cli, program):
     """)
     result = cli("run", "--fail-on", "shape,dtype", script)
     assert result.exit_code == 1, result.output
-    assert ("- step: 2 event(s) with cause shape, dtype (--fail-on): shape at x: f32[3] -> "
+    assert ("- step: 2 events with cause shape, dtype (--fail-on): shape at x: f32[3] -> "
             "f32[4], dtype at y: f32[2] -> i32[2] (") in result.stdout
     assert "; shape at x: f32[4] -> f32[5], y: i32[2] -> i32[3] (" in result.stdout
-    assert result.stdout.count("event(s) with cause") == 1
+    assert result.stdout.count("events with cause") == 1
 
 
 @requires_private_hooks

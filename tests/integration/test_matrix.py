@@ -3,7 +3,7 @@ small jitted function (the cells of ``matrix.py``), runs them under
 ``recompile_cli.record()`` in this process, and checks what a user reads: the compile count, the
 cause code, the argument path down to the leaf or field, ``before -> after``, and the right
 advice or none. Every (change, container) pair is a cell or listed as impossible with a reason,
-and README.md's "What it explains" table is the one ``table()`` renders from these cells."""
+and docs/causes.md's "What it explains" table is the one ``table()`` renders from these cells."""
 
 from __future__ import annotations
 
@@ -114,9 +114,9 @@ def test_every_pair_is_a_cell_or_impossible_with_a_reason() -> None:
 
 
 def test_readme_shows_the_matrix_as_generated() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "causes.md").read_text()
     start, end = "<!-- matrix table: start -->\n", "<!-- matrix table: end -->"
-    assert start in readme and end in readme, "README.md has no generated matrix table"
+    assert start in readme and end in readme, "docs/causes.md has no generated matrix table"
     shown = readme.split(start, 1)[1].split(end, 1)[0].strip()
     assert shown == matrix.table(), (
-        "README.md's table is stale: paste `python tests/integration/matrix.py`")
+        "docs/causes.md's table is stale: paste `python tests/integration/matrix.py`")

@@ -114,7 +114,7 @@ def test_events_frame_has_one_row_per_event(large):
 @pytest.mark.parametrize("source", ["synthetic", "saved"])
 def test_json_report_events_are_the_saved_session_events_plus_their_analysis(large, source):
     """The JSON report's events say exactly what ``session_to_dict`` (what ``--save`` writes)
-    says, plus kind, cause and causes."""
+    says, plus kind, cause and causes, and the compile cost's two headline numbers."""
     from recompile_cli.session.files import load_session, session_to_dict
 
     report = large if source == "synthetic" else analyse(
@@ -123,5 +123,8 @@ def test_json_report_events_are_the_saved_session_events_plus_their_analysis(lar
     saved = json.loads(json.dumps(session_to_dict(report.session)["events"]))
     assert len(written) == len(saved) == len(report.session.events) > 0
     for line, event in zip(written, saved, strict=True):
-        assert {k: v for k, v in line.items() if k not in ("kind", "cause", "causes")} == event
+        analysis = ("kind", "cause", "causes", "equations", "constants_bytes")
+        assert {k: v for k, v in line.items() if k not in analysis} == event
+        cost = event.get("cost") or {}
+        assert line["equations"] == cost.get("equations")
         assert line["cause"] == line["causes"][0]

@@ -12,6 +12,7 @@ import pytest
 from builders import write
 
 from recompile_cli.capture.loader import resolver
+from recompile_cli.inputs.materialize import materialize
 from recompile_cli.inputs.spec import (
     DTYPES,
     ArrayKind,
@@ -21,7 +22,6 @@ from recompile_cli.inputs.spec import (
     ScalarSpec,
     TupleSpec,
     load_spec,
-    materialize,
 )
 
 

@@ -21,10 +21,11 @@ def test_a_saved_baseline_reads_back(tmp_path):
     save_baseline([report], path)
     data = json.loads(path.read_text())
     assert data["kind"] == BASELINE_KIND and data["schema_version"] == 1
-    assert data["functions"] == {"prog.py:step": {"traces": 2, "compiles": 2}}
+    assert data["functions"] == {"prog.py:step": {"traces": 2, "compiles": 2,
+                                                  "compile_seconds": 0.02, "equations": None}}
     assert path.read_text().startswith('{\n  "kind": "recompile-cli-baseline",\n')
     loaded = load_baseline(path)
-    assert loaded.functions == {"prog.py:step": FunctionTotals(2, 2)}
+    assert loaded.functions == {"prog.py:step": FunctionTotals(2, 2, 0.02)}
     assert loaded.environment["jax_version"] == "0.10.2"
 
 

@@ -81,7 +81,7 @@ def test_fail_on_skips_jax_and_nested_events():
     jax_own = replace(events[1], owner="jax", function="broadcast_in_dim")
     result = gate(report_of(events[0], events[1], nested), fail_on=("shape",))
     [violation] = result.violations
-    assert violation.message.startswith("step: 1 event(s) with cause shape (--fail-on)")
+    assert violation.message.startswith("step: 1 event with cause shape (--fail-on)")
     assert gate(report_of(events[0], jax_own), fail_on=("shape",)).held
 
 
@@ -91,7 +91,7 @@ def test_steady_state_counts_compiles_after_the_warm_up():
     report = report_of(*events)
     [violation] = gate(report, steady_state_after=1).violations
     assert violation.message.startswith(
-        "After a warm-up of 1 call(s) of step, step compiled 2 more time(s), first during "
+        "After a warm-up of 1 call of step, step compiled 2 more times, first during "
         "call 2: shape at x: f32[3] -> f32[4]")
     assert gate(report, steady_state_after=3).held
     assert gate(report, steady_state_after=1,
@@ -122,7 +122,7 @@ def test_baseline_regression_improvement_and_version_warning(before, held, impro
 def test_baseline_fails_on_a_new_function_that_compiles():
     baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"}, {})
     result = evaluate([Gated("prog.py", report_of(*three_shapes()))], baseline)
-    assert result.violations[0].message == ("prog.py:step: new function compiles 3 time(s); "
+    assert result.violations[0].message == ("prog.py:step: new function compiles 3 times; "
                                             "not in the baseline base.json")
     assert result.warnings == ()
 
@@ -144,7 +144,7 @@ def test_fail_on_counts_an_event_once_and_lists_all_its_changed_arguments():
     report = report_of(*numbered(sig(x=leaf("f32", 3), y=leaf("f32", 3)),
                                  sig(x=leaf("f32", 4), y=leaf("f32", 4))))
     [violation] = gate(report, fail_on=("shape", "dtype")).violations
-    assert violation.message == ("f: 1 event(s) with cause shape (--fail-on): shape at x: "
+    assert violation.message == ("f: 1 event with cause shape (--fail-on): shape at x: "
                                  "f32[3] -> f32[4], y: f32[3] -> f32[4] (prog.py:10 (<module>))")
 
 

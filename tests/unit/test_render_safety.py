@@ -165,7 +165,7 @@ def test_html_gets_no_markup_from_the_data(report):
     tags = {tag for tag, _ in parsed.tags}
     assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "b",
                     "span", "table", "thead", "tbody", "tr", "th", "td", "svg", "text", "line",
-                    "rect", "ul", "li", "script"}, tags
+                    "rect", "circle", "ul", "li", "script", "details", "summary"}, tags
     assert [tag for tag, _ in parsed.tags].count("script") == 1  # the page's own
     assert "alert" not in "".join(parsed.scripts)
     assert not [name for _, attrs in parsed.tags for name, _ in attrs if name.startswith("on")]

@@ -1,0 +1,123 @@
+"""Per-compile enrichment: what the recorder adds to an event beyond its stages and signature.
+
+Owns the persistent compilation cache side of a recording (the configured cache directory, the
+outcome JAX reports for each backend compile and the time it saved, each key taken apart by
+``capture.jax_cache_key``) and the compile-cost profile of each lowered program
+(``capture.jax_cost``). The ``Recorder`` calls in from its callbacks, on the miss path only; the
+per-thread state lives in the recorder's ``threading.local`` (the compiling thread's events
+arrive in order). Nothing here raises: errors go to the ``on_error`` callback.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from recompile_cli.capture import jax_cache_key, jax_cost
+from recompile_cli.capture.drafts import Draft
+from recompile_cli.session.model import CacheOutcome
+
+# Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
+# start of a backend compile and its compile duration event, so they belong to the compile that
+# follows).
+CACHE_STATUS = {
+    "/jax/compilation_cache/compile_requests_use_cache": CacheOutcome.MISS_NOT_WRITTEN,
+    "/jax/compilation_cache/cache_misses": CacheOutcome.MISS_WRITTEN,
+    "/jax/compilation_cache/cache_hits": CacheOutcome.HIT,
+}
+CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
+
+
+class Enrichment:
+    """The persistent-cache outcome and key, and the compile-cost profile, of each compile.
+
+    Args:
+        local: the recorder's per-thread state (``current`` is the event being filled in,
+            ``traced_fun`` the last top-level traced function).
+        on_error: called with each internal error caught.
+        compile_cost: profile each lowered program (private hooks only).
+        cache_keys: take each persistent-cache key apart (private hooks and a cache directory).
+    """
+
+    def __init__(self, local: threading.local, on_error: Callable[[BaseException], None],
+                 compile_cost: bool = True, cache_keys: bool = True) -> None:
+        self._local = local
+        self._on_error = on_error
+        self.compile_cost = compile_cost
+        self._cache_keys = cache_keys
+        self.cache_dir: str | None = None
+        self._key_hooks: jax_cache_key.KeyHooks | None = None
+        self._key_problem = "needs JAX >= 0.9 and hook mode private"  # until installed
+
+    def install(self, private: bool) -> None:
+        """Read the cache directory and, with the ``private`` hooks, hook the cache keys."""
+        self.cache_dir = configured_cache_dir()
+        if not private or not self._cache_keys:
+            return
+        problem = jax_cache_key.probe()
+        if problem is not None:
+            self._key_problem = f"is not recorded: {problem}"
+            return
+        try:
+            hooks = jax_cache_key.KeyHooks(self._on_error)
+            hooks.install()
+            self._key_hooks = hooks
+        except Exception as exc:
+            self._on_error(exc)
+
+    def uninstall(self) -> list[str]:
+        """Restore JAX; returns the warnings for the session."""
+        if self._key_hooks is not None:
+            warnings = self._key_hooks.uninstall()
+            self._key_hooks = None
+            return list(warnings)
+        if self.cache_dir and self._cache_keys:
+            return ["why the persistent compilation cache missed (its key taken apart) "
+                    f"{self._key_problem}"]
+        return []
+
+    def on_event(self, event: str) -> None:
+        """A ``jax.monitoring`` event: note the cache outcome of the compile under way."""
+        status = CACHE_STATUS.get(event)
+        if status is not None and not self.cache_dir:  # configured by the program itself
+            self.cache_dir = configured_cache_dir()
+        if status is not None and self.cache_dir:
+            if status == CacheOutcome.MISS_NOT_WRITTEN:  # a new request: reset the last's
+                self._local.cache_saved = 0.0
+            self._local.cache_status = status
+
+    def on_saved(self, duration: float) -> None:
+        """``CACHE_SAVED_EVENT``: JAX reports the stored compile time (whole seconds) minus the
+        retrieval time, which goes negative for sub-second compiles: nothing was saved then."""
+        self._local.cache_saved = max(duration, 0.0)
+
+    def compiled(self, draft: Draft) -> None:
+        """A backend compile of ``draft`` ended: fill in its cache outcome, time saved and key."""
+        local = self._local
+        draft.persistent_cache = getattr(local, "cache_status", None)
+        draft.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
+        local.cache_status, local.cache_saved = None, 0.0
+        if self._key_hooks is not None:
+            draft.cache_key = self._key_hooks.take(draft.persistent_cache)
+            if draft.cache_key is not None and draft.cache_key.saved_seconds is not None:
+                draft.cache_saved_seconds = draft.cache_key.saved_seconds  # exact
+
+    def cost(self, jaxpr: Any, lowering: Any) -> None:
+        """Profile the program just lowered (``jax_cost``) into the current event."""
+        current: Draft | None = getattr(self._local, "current", None)
+        if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.cost:
+            return
+        traced = getattr(self._local, "traced_fun", None)
+        fun = traced[1] if traced is not None and traced[0] == id(jaxpr) else None
+        self._local.traced_fun = None  # keep no user function alive
+        current.cost = jax_cost.cost_of(jaxpr, lowering, fun, self._on_error)
+
+
+def configured_cache_dir() -> str | None:
+    """JAX's persistent compilation cache directory, if one is configured."""
+    import jax
+
+    # Not a declared attribute of jax's Config (and absent from some versions).
+    cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
+    return cache_dir or None

@@ -1,0 +1,105 @@
+"""What a recording command does around its run: ``request`` validates every report, save and
+gate option before the target runs (a ``Request``), and ``finish`` analyses the outcome, prints
+and writes the report, evaluates the gates and exits with the code (``exits``).
+
+Shared by ``profile``, ``run`` (``cli.app``) and ``forecast`` (``cli.forecast_command``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from recompile_cli import exits
+from recompile_cli.cli import output
+from recompile_cli.cli.options_cli import cause_codes
+from recompile_cli.cli.output import Problems, ReportFiles
+
+if TYPE_CHECKING:
+    from recompile_cli.capture.runner import Outcome
+    from recompile_cli.gate.baseline import Baseline
+    from recompile_cli.gate.evaluate import Gates
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Everything a run's report and gates need, validated before the target runs."""
+
+    files: ReportFiles
+    gates: Gates
+    baseline: Baseline | None
+    baseline_path: Path | None
+    save_baseline: Path | None
+    junit: Path | None
+    events_log: Path | None
+    compile_regression: float | None = None
+
+
+def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
+             max_compiles: int | None, fail_on: str | None, baseline: Path | None,
+             save_baseline: Path | None, junit: Path | None, events_log: Path | None,
+             compile_regression: float | None = None) -> Request:
+    """Resolve every path against the starting folder and validate every option."""
+    from recompile_cli.gate import baseline as baselines
+    from recompile_cli.gate.evaluate import Gates
+
+    files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path),
+                        output.absolute(save), show_all)
+    output.check_report_files(files)
+    for path, option in ((output.absolute(junit), "--junit-xml"),
+                         (output.absolute(events_log), "--events-log"),
+                         (output.absolute(save_baseline), "--save-baseline")):
+        output.check_writable(path, option)
+    needs_baseline(compile_regression, baseline)
+    loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
+    gates = Gates(max_compiles=max_compiles, fail_on=cause_codes(fail_on),
+                  list_all=junit is not None)
+    return Request(files, gates, loaded, output.absolute(baseline),
+                   output.absolute(save_baseline), output.absolute(junit),
+                   output.for_process(output.absolute(events_log), None), compile_regression)
+
+
+def needs_baseline(compile_regression: float | None, baseline: Path | None) -> None:
+    """--fail-on-compile-regression needs --baseline: exit 2 without it."""
+    if compile_regression is not None and baseline is None:
+        from recompile_cli.errors import BudgetError
+
+        raise BudgetError("--fail-on-compile-regression compares compile seconds and equations "
+                          "with a baseline: pass --baseline FILE too (write one with "
+                          "--save-baseline FILE on a run you trust).")
+
+
+
+def finish(outcome: Outcome, request: Request) -> None:
+    """Analyse, print and write the report, evaluate the gates, and exit with the code."""
+    from recompile_cli.analysis.report import analyse
+    from recompile_cli.gate import baseline as baselines
+    from recompile_cli.gate.evaluate import Gated, evaluate
+
+    env = outcome.session.environment  # the process index is known now: fill {process}
+    request = replace(request, files=output.files_for_process(request.files, env),
+                      junit=output.for_process(request.junit, env),
+                      save_baseline=output.for_process(request.save_baseline, env))
+    problems = Problems()
+    with exits.deferred_signals() as received:
+        output.save_session(outcome.session, request.files.save, problems)
+        report = analyse(outcome.session)
+        output.emit_report(report, request.files, problems)
+        if request.save_baseline is not None:
+            output.write_file(request.save_baseline, baselines.baseline_text([report]),
+                              "baseline", problems)
+        gated = request.gates.any or request.baseline is not None
+        result = evaluate([Gated(outcome.session.target, report, request.gates,
+                                 outcome.failure)],
+                          request.baseline,
+                          f"re-run with --save-baseline {request.baseline_path}",
+                          compile_regression=request.compile_regression)
+        if gated:
+            output.emit_gate(result, request.junit, outcome.session.target, problems)
+    if outcome.traceback and not outcome.interrupted:
+        output.message(outcome.traceback.rstrip("\n"))
+    raise typer.Exit(output.exit_code(outcome.failure, outcome.interrupted or received.code,
+                                      result.held or not gated, problems))

@@ -1,0 +1,140 @@
+"""The command-line options that several commands share (``profile``, ``run``, ``check``,
+``forecast``, ``report``), as ``typer`` annotations, and the parsing of the option texts they
+share (the ``--args`` spec with its limits, ``--static-argnames`` / ``--static-argnums``,
+``--fail-on``).
+
+Only definitions: the commands are ``cli.app``'s (and ``cli.forecast_command``'s); the values
+are validated through ``recompile_cli.options``, and a bad one is a ``RecompileError`` (exit 2).
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from recompile_cli import options
+from recompile_cli.cli import output
+from recompile_cli.errors import RecompileError
+from recompile_cli.render.registry import FORMATS
+from recompile_cli.session.model import CauseCode, HookMode
+
+if TYPE_CHECKING:
+    from recompile_cli.inputs.spec import Spec
+
+    class Format(enum.StrEnum):
+        """The report formats; mypy cannot see members made from ``FORMATS`` at run time."""
+else:
+    Format = enum.Enum("Format", [(name, name) for name in FORMATS], type=str)
+
+
+class GateFormat(enum.StrEnum):
+    table = "table"
+    markdown = "markdown"
+
+
+class DiffFormat(enum.StrEnum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+FormatOption = Annotated[Format | None, typer.Option(
+    "--format", "-f", help="Report format on stdout (default: table). With --output, the "
+    "file's format (default: from its extension).")]
+OutputOption = Annotated[Path | None, typer.Option(
+    "--output", "-o", parser=output.path_option, metavar="PATH",
+    help="Also write the report to this file (.json, .md, .txt, .csv, "
+    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv and causes.csv.")]
+SaveOption = Annotated[Path | None, typer.Option(
+    "--save", parser=output.path_option, metavar="PATH",
+    help="Save the session as JSON, to render later with `recompile-cli report`.")]
+AllOption = Annotated[bool, typer.Option(
+    "--all", help="List JAX- and library-internal functions and events too.")]
+CacheOption = Annotated[Path | None, typer.Option(
+    "--compilation-cache", help="Use JAX's persistent compilation cache in this folder and "
+    "report hits, misses written and misses not written (below JAX's minimum compile time).")]
+HookOption = Annotated[HookMode, typer.Option(
+    "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
+    "automatically); 'public-only' uses only the public jax.monitoring events.")]
+MaxCompilesOption = Annotated[int | None, typer.Option(
+    "--max-compiles", min=0,
+    help="Gate: exit 1 if any of your functions compiles more often.")]
+FailOnOption = Annotated[str | None, typer.Option(
+    "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
+    "new_function,weak_type.")]
+SaveBaselineOption = Annotated[Path | None, typer.Option(
+    "--save-baseline", parser=output.path_option, metavar="PATH",
+    help="Write per-function compile counts to this baseline file.")]
+BaselineOption = Annotated[Path | None, typer.Option(
+    "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
+    "that compiles.")]
+CompileRegressionOption = Annotated[float | None, typer.Option(
+    "--fail-on-compile-regression", min=0, metavar="PCT",
+    help="Gate, with --baseline: exit 1 where a function's largest program's jaxpr equations "
+    "(exact) or its compile seconds (noisy: growth under 0.25 s never counts) grew by more "
+    "than PCT percent.")]
+EventsLogOption = Annotated[Path | None, typer.Option(
+    "--events-log", parser=output.path_option, metavar="PATH",
+    help="Append every event to this JSON-lines file as it happens (flushed), "
+    "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit-xml", parser=output.path_option, metavar="PATH",
+    help="Write the gate results as JUnit XML (one test case per function).")]
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="Gate: a budget that matches no recorded function fails (else warns).")]
+MaxArrayOption = Annotated[int | None, typer.Option(
+    "--max-array-bytes", min=1, help="Refuse spec arrays larger than this (default 4 GiB).")]
+MaxCallsOption = Annotated[int | None, typer.Option(
+    "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
+    "100,000).")]
+StaticArgnamesOption = Annotated[str | None, typer.Option(
+    help="Comma-separated static argument names, for a plain (not jitted) target.")]
+StaticArgnumsOption = Annotated[str | None, typer.Option(
+    help="Comma-separated static argument positions, for a plain target.")]
+
+
+def spec_of(path: Path | None, max_array_bytes: int | None, max_calls: int | None,
+            option: str = "--args") -> Spec:
+    """The spec file given with ``option`` (resolved against the starting folder, within
+    --max-array-bytes / --max-calls when given), or one call without arguments."""
+    from recompile_cli.inputs.spec import load_spec, single_call
+
+    absolute = output.absolute(path)
+    if absolute is None:
+        return single_call()
+    limits = {k: v for k, v in (("max_array_bytes", max_array_bytes),
+                                ("max_calls", max_calls)) if v is not None}
+    return load_spec(absolute, **limits, option=option)
+
+
+def jit_options(spec: Spec, names: str | None, nums: str | None) -> dict[str, Any]:
+    """The spec's jit options, then --static-argnames / --static-argnums over them."""
+    out: dict[str, Any] = dict(spec.jit_options)
+    out.update(jit_flags(names, nums))
+    return out
+
+
+def jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]]:
+    """``--static-argnames`` / ``--static-argnums`` as jit's keyword arguments."""
+    out: dict[str, tuple[Any, ...]] = {}
+    if names:
+        out["static_argnames"] = tuple(n.strip() for n in names.split(",") if n.strip())
+    if nums:
+        try:
+            out["static_argnums"] = tuple(int(n) for n in nums.split(",") if n.strip())
+        except ValueError:
+            raise RecompileError(f"--static-argnums takes comma-separated integers, got "
+                                 f"{nums!r}.") from None
+    return out
+
+
+def cause_codes(text: str | None) -> tuple[CauseCode, ...]:
+    """``--fail-on``'s cause codes (``options.cause_codes``)."""
+    try:
+        return options.cause_codes(text, "--fail-on")
+    except ValueError as exc:
+        raise RecompileError(f"{exc}.") from None
