@@ -1,4 +1,4 @@
-"""Review fixes of issue 21 without JAX: large constants elided from the printed module and
+"""Cache-key edges without JAX: large constants elided from the printed module and
 hashed in their place (``cache_key_text.normalise(elided=...)``), and ``diff`` saying which run
 has no cache keys and why."""
 

@@ -1,4 +1,4 @@
-"""Review fixes of issues 20 and 21 on real JAX: ``max_equations`` in public-only mode is a
+"""Edges of compile cost and cache keys on real JAX: ``max_equations`` in public-only mode is a
 warning (a failure under --strict), not a silent pass; the "inlined twice" pattern stays quiet
 for the textbook loss used under grad and again for evaluation, and is worded honestly where
 it is large; the guard's recorder does no compile-cost walk and takes no cache key apart; the
