@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import test_multiprocess
 from helpers import SAMPLES
-from jax_support import PRIVATE_HOOKS
+from jax_support import PRIVATE_HOOKS, requires_private_hooks
 from test_multiprocess import SCRIPT, free_port, run_job
 
 from recompile_cli.capture.process import LAUNCHER_VARIABLES
@@ -41,6 +42,7 @@ def stopped(folder: Path, results: list[tuple[int, str, str]]) -> list[str]:
     return messages
 
 
+@requires_private_hooks  # which programs span processes is read from the lowering
 def test_a_process_that_compiles_alone_stops_every_process(tmp_path):
     messages = stopped(tmp_path, run_job(tmp_path, "--diverge-at", "2", options=CHECK,
                                          timeout=BOUND))
@@ -55,6 +57,7 @@ def test_a_process_that_compiles_alone_stops_every_process(tmp_path):
             assert ") on process 1." in message
 
 
+@requires_private_hooks  # which programs span processes is read from the lowering
 def test_processes_that_compile_different_programs_stop_at_once(tmp_path):
     results = run_job(tmp_path, "--diverge-at", "1", options=CHECK, timeout=BOUND)
     for i, (code, out, err) in enumerate(results):
@@ -77,6 +80,18 @@ def test_the_identical_job_runs_every_step(tmp_path):
         assert load_session(tmp_path / f"reports/run-{i}.json").target_exception is None
 
 
+@pytest.mark.skipif(PRIVATE_HOOKS, reason="public-only mode only (JAX < 0.9)")
+def test_without_the_private_hooks_the_check_says_it_checked_nothing(tmp_path):
+    """Public-only mode cannot tell which programs span processes: the diverging job runs as
+    without the flag, and every report says that nothing was checked, rather than pass quietly."""
+    for i, (code, out, err) in enumerate(run_job(tmp_path, "--diverge-at", "2", options=CHECK,
+                                                 timeout=BOUND)):
+        assert code == 0, f"process {i}:\n{out}\n{err}"
+        warnings = load_session(tmp_path / f"reports/run-{i}.json").warnings
+        assert any("--check-hosts checked nothing" in w for w in warnings), warnings
+        assert "--check-hosts checked nothing" in out
+
+@requires_private_hooks  # which programs span processes is read from the lowering
 def test_the_guard_raises_from_the_call_that_compiled_on_every_process(tmp_path):
     """``RECOMPILE_CLI_GUARD=...,check_hosts=N python -m recompile_cli.guards``: the job's
     processes compile different programs at their first step; each raises ``HostsDiverged``."""
@@ -125,6 +140,7 @@ distributed_step.main()
 """
 
 
+@requires_private_hooks  # which programs span processes is read from the lowering
 def test_a_program_that_only_one_process_compiles_on_its_own_devices_stops_nothing(
         tmp_path, monkeypatch):
     script = tmp_path / "with_metrics.py"
