@@ -58,7 +58,7 @@ def forecast_target(target: str, spec: Spec, jit_options: dict[str, Any], *,
     calls = _after_warmup(warmup, spec)
     forecaster = Forecaster(lower)
     outcome = runner.profile(target, calls, jit_options, False, keep_going,
-                             runner.RunOptions(hook_mode, None, progress, invoke=forecaster,
+                             runner.RunOptions(hook_mode, progress=progress, invoke=forecaster,
                                                spec_array=spec_array))
     return _finished(outcome, forecaster, calls, warmup)
 

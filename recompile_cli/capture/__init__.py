@@ -1,6 +1,9 @@
 """Capture: the only code that runs while the user's program runs.
 
-``jax_internals`` (the one module touching ``jax._src``) feeds the ``recorder``, which freezes
-what it saw into a ``Session``; ``runner`` runs targets and scripts under it, after ``loader``
-imports them; ``counting``, ``stale`` and ``frames`` are its helpers.
+``jax_internals`` and the rest of the JAX-internals layer (the ``jax_*`` modules, which read
+``jax._src``) feed the ``recorder``, which freezes what it saw into a ``Session``
+(``enrich`` adds each compile's persistent-cache key and cost profile); ``runner`` runs targets
+and scripts under it, after ``loader`` imports them; ``forecast`` traces a spec's calls instead
+of running them, and ``host_check`` compares compiles across the processes of a job;
+``counting``, ``stale`` and ``frames`` are its helpers.
 """

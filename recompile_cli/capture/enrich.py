@@ -16,6 +16,7 @@ from typing import Any
 
 from recompile_cli.capture import jax_cache_key, jax_cost
 from recompile_cli.capture.drafts import Draft
+from recompile_cli.capture.process import configured_cache_dir
 from recompile_cli.session.model import CacheOutcome
 
 # Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
@@ -112,12 +113,3 @@ class Enrichment:
         fun = traced[1] if traced is not None and traced[0] == id(jaxpr) else None
         self._local.traced_fun = None  # keep no user function alive
         current.cost = jax_cost.cost_of(jaxpr, lowering, fun, self._on_error)
-
-
-def configured_cache_dir() -> str | None:
-    """JAX's persistent compilation cache directory, if one is configured."""
-    import jax
-
-    # Not a declared attribute of jax's Config (and absent from some versions).
-    cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
-    return cache_dir or None

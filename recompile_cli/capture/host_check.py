@@ -31,6 +31,7 @@ A single-process run, or a run before ``jax.distributed.initialize``, checks not
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sys
 import threading
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from recompile_cli.capture.recorder import Recorder
 
 PREFIX = "recompile-cli/check-hosts"
-_checks = iter(range(1 << 62))  # the checks of this process, numbered (see ``HostCheck``)
+_checks = itertools.count()  # numbers the checks of this process (see ``HostCheck``)
 PARTING = 10.0  # how long a stopped process waits for its peers' reports before it ends
 LAST = 1.0  # then process 0 waits this long more, for the others to have ended
 POLL = 0.25  # seconds between looks at the stop key while waiting for peers

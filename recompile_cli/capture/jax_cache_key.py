@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recompile_cli.capture import cache_key_text, frames, jax_patching, module_constants
+from recompile_cli.capture.process import configured_cache_dir
 from recompile_cli.session.cache_key import CacheKeyInfo, CacheMissReason, pairs
 from recompile_cli.session.model import CacheOutcome, Owner
 
@@ -134,7 +135,7 @@ class KeyHooks:
                        *args: Any, **kwargs: Any) -> Any:
         original = self._original("get_cache_key")
         self._local.probe = None  # a compile that failed before it ended left its probe here
-        if not self._active or not _cache_dir():
+        if not self._active or not configured_cache_dir():
             return original(module, devices, compile_options, backend, *args, **kwargs)
         self._local.parts = {}
         try:
@@ -340,15 +341,8 @@ def _devices(devices: Any) -> str:
     return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
 
 
-def _cache_dir() -> str | None:
-    import jax
-
-    path: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
-    return path or None
-
-
 def _times_path(key: str) -> str | None:
-    folder = _cache_dir()
+    folder = configured_cache_dir()
     if not folder or "://" in folder or os.sep in key or not key:
         return None
     return os.path.join(folder, TIMES_FOLDER, key)

@@ -1,8 +1,8 @@
 """What a compiled program is made of (``CompileCost``), read from JAX's private objects.
 
-Part of the JAX-internals layer (with ``jax_internals``, which calls it): the only other module
-that reads ``jax._src`` objects. It runs on the miss path only, after ``_pjit_lower`` lowered a
-jaxpr and before XLA compiles it, and never raises (``cost_of`` returns None instead).
+Part of the JAX-internals layer: it reads ``jax._src`` objects. ``jax_internals``' lowering hook
+calls it through the recorder, on the miss path only, after ``_pjit_lower`` lowered a jaxpr and
+before XLA compiles it; it never raises (``cost_of`` returns None instead).
 
 What it reads, checked on JAX 0.10.2 and 0.12.0 (``jax._src.core``, ``jaxlib`` tracebacks and
 the MLIR bindings; absent pieces are feature-detected and left out):

@@ -12,6 +12,10 @@ allow_overwrite=False)``, ``blocking_key_value_get(key, timeout_in_ms)`` (raises
 Everything is feature-detected: ``connect()`` returns None (and ``why_not()`` says why) when
 the job has one process, ``initialize`` has not run, or the client lacks a method. No method of
 ``Store`` raises: a failed read is ``None`` (missing), a failed write ``False``.
+
+It also answers, without starting JAX's backend, the two questions ``capture.process`` asks to
+name this process: whether the backend has started (``xla_bridge.backends_are_initialized``,
+private) and which process index and count ``jax.distributed.initialize`` was given.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class Store:
         if not self.alive():
             return None
         try:
-            if not hasattr(self.client, "key_value_try_get"):  # JAX < 0.4.3x: a short wait
+            if not hasattr(self.client, "key_value_try_get"):  # JAX 0.4.30: a 1 ms wait
                 return str(self.client.blocking_key_value_get(key, 1))
             return str(self.client.key_value_try_get(key))
         except Exception:  # NOT_FOUND
@@ -76,6 +80,28 @@ class Store:
             return [(str(k), str(v)) for k, v in self.client.key_value_dir_get(prefix)]
         except Exception:
             return []
+
+
+def backend_started() -> bool:
+    """Whether JAX's backend has started (then ``jax.distributed.initialize`` can no longer run);
+    True when the installed JAX cannot tell, so that callers fall back to JAX's public API."""
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:  # a JAX without this private function
+        return True
+
+
+def initialized_identity() -> tuple[int | None, int | None]:
+    """The process index and count ``jax.distributed.initialize`` was given, once it ran."""
+    state = _state()
+    try:
+        if getattr(state, "client", None) is None:
+            return None, None
+        return int(state.process_id), int(state.num_processes)
+    except Exception:  # a JAX whose state lacks these fields
+        return None, None
 
 
 def _state() -> Any:

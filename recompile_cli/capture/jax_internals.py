@@ -1,6 +1,10 @@
-"""The only module that touches JAX's private internals (``jax._src``).
+"""The core of the JAX-internals layer: the hooks on jit's cache-miss path.
 
-It patches two functions on JAX's cache-miss path, both checked on JAX 0.10.2 and 0.12.0:
+The layer is this module and its siblings ``jax_internals_*`` (listeners, arrays, hosts),
+``jax_cost``, ``jax_cache_key`` and ``jax_distributed``, which read JAX's private internals
+(``jax._src``), with their JAX-free helpers ``jax_patching`` and ``module_constants``.
+
+This module patches two functions on JAX's cache-miss path, both checked on JAX 0.10.2 and 0.12.0:
 
 * ``jax._src.pjit._trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs)`` runs on every miss
   of jit's parameter cache, nested jits included (JAX >= 0.9; older versions used

@@ -7,7 +7,8 @@ about the environment must not start the backend: ``jax.default_backend()``,
 script started it); before that the process index comes from ``jax.distributed``'s state once
 ``initialize`` ran, else from the launcher's environment variables (``LAUNCHER_VARIABLES``).
 
-``environment`` is what a session records about its environment; ``output_path`` fills
+``environment`` is what a session records about its environment (with
+``configured_cache_dir``, JAX's persistent compilation cache directory); ``output_path`` fills
 ``{process}`` and ``{host}`` in an output path.
 """
 
@@ -20,6 +21,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from recompile_cli.capture import jax_distributed
 from recompile_cli.session.model import NO_BACKEND, Environment, HookMode
 
 # The process's rank as launchers set it: JAX's own, SLURM (srun), torchrun and Open MPI.
@@ -36,31 +38,20 @@ class Identity:
     host: str
 
 
-def backend_started() -> bool:
-    """Whether JAX's backend has started (then ``jax.distributed.initialize`` can no longer run);
-    True when the installed JAX cannot tell, so that callers fall back to JAX's public API."""
-    try:
-        from jax._src import xla_bridge
-
-        return bool(xla_bridge.backends_are_initialized())
-    except Exception:  # a JAX without this private function
-        return True
-
-
 def current() -> Identity:
     """This process as JAX knows it now, without starting the backend."""
     import jax
 
     index = count = None
     backend = None
-    if backend_started():
+    if jax_distributed.backend_started():
         try:
             backend = jax.default_backend()
             index, count = jax.process_index(), jax.process_count()
         except Exception:  # no backend could start: the script's own error says why
             backend = None
     if index is None:
-        index, count = _distributed_state()
+        index, count = jax_distributed.initialized_identity()
     return Identity(backend, index, count, host_name())
 
 
@@ -80,17 +71,13 @@ def environment(hook_mode: HookMode, cache_dir: str | None) -> Environment:
                        host=me.host if job else None)
 
 
-def _distributed_state() -> tuple[int | None, int | None]:
-    """The index and count ``jax.distributed.initialize`` was given, once it ran."""
-    try:
-        from jax._src import distributed
+def configured_cache_dir() -> str | None:
+    """JAX's persistent compilation cache directory, if one is configured."""
+    import jax
 
-        state = distributed.global_state
-        if getattr(state, "client", None) is None:
-            return None, None
-        return int(state.process_id), int(state.num_processes)
-    except Exception:
-        return None, None
+    # Not a declared attribute of jax's Config (and absent from some versions).
+    cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)
+    return cache_dir or None
 
 
 def launcher_rank() -> int | None:

@@ -4,7 +4,9 @@ The public ``jax.monitoring`` duration events give the trace / lower / compile s
 times; the private hooks in ``jax_internals`` add signatures, nesting and lowering-key changes.
 Both only fire on cache misses. The events of one thread arrive in order (trace, then lowering,
 then compile), so they are stitched into one ``Event`` per miss through a per-thread "current
-event" slot. This module holds the only mutable recording state; ``stop()`` returns frozen data.
+event" slot, which ``enrich.Enrichment`` completes with the compile's persistent-cache key and
+cost. The ``Recorder`` owns all mutable recording state (``Enrichment``'s, ``stale.Watch``'s);
+``stop()`` returns frozen data.
 """
 
 from __future__ import annotations
