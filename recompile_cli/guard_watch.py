@@ -73,7 +73,7 @@ class Watch:
     def __call__(self, event: Event) -> None:
         if self.hosts is not None:
             self.hosts(event)  # raises HostsDiverged from the call, before any limit
-        user_frame = _user_frame(sys._getframe(1))
+        user_frame = innermost_user_frame(sys._getframe(1))
         pending, self.pending_blind = self.pending_blind, None
         if pending is not None:
             self._guard._blind(pending, user_frame)
@@ -103,7 +103,7 @@ class Watch:
     def notice_at_trace(self) -> None:
         if self.pending_blind is None and not self.listening():
             self.restore_listeners()
-            frame = _user_frame(sys._getframe(1))
+            frame = innermost_user_frame(sys._getframe(1))
             self.pending_blind = (
                 "recompile-cli guard: the guard's jax.monitoring listeners were removed by the "
                 "program (noticed at the next trace" + _at(frame) + "); the guard put them back: "
@@ -239,7 +239,7 @@ def _clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
     """JAX's ``clear_event_listeners``, then every installed guard puts its listeners back
     and says so (under ``on="raise"``, ``GuardBlinded`` out of this call)."""
     result = _ORIGINAL_CLEAR[0](*args, **kwargs) if _ORIGINAL_CLEAR else None
-    frame = _user_frame(sys._getframe(1))
+    frame = innermost_user_frame(sys._getframe(1))
     with _ACTIVE_LOCK:
         watches = list(_ACTIVE)
     for watch in watches:
@@ -265,7 +265,7 @@ def _event_of(events: Sequence[Event], compiled: Event) -> Event:
     return [e for e in events if e.compiled][-1]
 
 
-def _user_frame(frame: types.FrameType | None) -> types.FrameType | None:
+def innermost_user_frame(frame: types.FrameType | None) -> types.FrameType | None:
     """The innermost frame of the user's code on the stack (the call that compiled)."""
     while frame is not None:
         if frames.is_user_file(frame.f_code.co_filename):

@@ -77,7 +77,7 @@ from recompile_cli.guard_errors import (
     UnmatchedBudgetWarning,
     inert,
 )
-from recompile_cli.guard_watch import Watch, arm, disarm
+from recompile_cli.guard_watch import Watch, arm, disarm, innermost_user_frame
 from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
@@ -234,9 +234,7 @@ def _warn(warning: RecompileWarning, user_frame: types.FrameType | None) -> None
 
 
 def _outer_user_frame() -> types.FrameType | None:
-    from recompile_cli.guard_watch import _user_frame
-
-    return _user_frame(sys._getframe(1))
+    return innermost_user_frame(sys._getframe(1))
 
 
 def _stacklevel(user_frame: types.FrameType | None) -> int:

@@ -142,14 +142,16 @@ Call = tuple[tuple[Any, ...], dict[str, Any]]
 def calls(value: Any, parameter: str) -> tuple[Call, ...]:
     """A non-empty list of calls, each a tuple (or list) of positional arguments or a mapping
     ``{"args": (...), "kwargs": {...}}``; returns each as ``(args, kwargs)``."""
-    problem = TypeError(f"{parameter}={value!r} is not a list of calls; pass e.g. "
-                        f"{parameter}=[(x,), {{'args': (x,), 'kwargs': {{'n': 2}}}}]")
+    def problem() -> TypeError:  # made only when raised: the repr of arrays is not free
+        return TypeError(f"{parameter}={value!r} is not a list of calls; pass e.g. "
+                         f"{parameter}=[(x,), {{'args': (x,), 'kwargs': {{'n': 2}}}}]")
+
     if value is None or isinstance(value, str | bytes | Mapping):
-        raise problem
+        raise problem()
     try:
         items = tuple(value)
     except TypeError:
-        raise problem from None
+        raise problem() from None
     if not items:
         raise ValueError(f"{parameter} is empty: give at least one call")
     return tuple(_call(call, f"{parameter}[{i}]") for i, call in enumerate(items))

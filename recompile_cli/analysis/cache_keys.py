@@ -296,8 +296,8 @@ def why_no_keys(session: Session) -> str:
         return "it ran without a persistent compilation cache (--compilation-cache DIR)"
     if not any(e.compiled for e in session.events):
         return "nothing compiled in it"
-    return ("it was recorded by a recompile-cli older than 0.3, which did not record cache "
-            "keys; record it again")
+    return ("it was recorded by an earlier recompile-cli, which did not record cache keys, or "
+            "without JAX's cache-key internals (see its warnings); record it again")
 
 
 def diff_processes(session: Session) -> dict[int, KeyComparison]:

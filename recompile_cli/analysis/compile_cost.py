@@ -118,23 +118,21 @@ def analyse_cost(session: Session, owners: tuple[Owner, ...] = (Owner.USER,)
     for event in session.events:
         if event.compiled and event.depth == 0 and event.owner in owners:
             groups.setdefault(function_key(event.function, event.defined_at), []).append(event)
-    costed = {key: [e for e in events if e.cost is not None] for key, events in groups.items()}
-    if not any(costed.values()):
-        # Sessions saved before 0.3 have no cost data either: nothing to say about them.
+    if not any(e.cost is not None for events in groups.values() for e in events):
+        # Sessions saved by an earlier recompile-cli have no cost data either: nothing to say.
         public = session.environment.hook_mode == HookMode.PUBLIC_ONLY
         return CompileCostReport((), (), NO_PRIVATE_HOOKS if groups and public else None)
     functions: list[FunctionCost] = []
     patterns: list[CostPattern] = []
     for key, events in groups.items():
-        with_cost = costed[key]
-        if not with_cost:
+        _, largest = largest_program(events)
+        if largest is None:
             continue
-        largest = max(with_cost, key=lambda e: e.cost.equations if e.cost else 0)
         row = _function_cost(key, events, largest)
         functions.append(row)
         patterns += _unrolled(row, largest)
         patterns += _constants(row, largest)
-    patterns += _inlined(groups, costed)
+    patterns += _inlined(groups)
     functions.sort(key=lambda f: (-f.compile_seconds, f.key))
     patterns.sort(key=lambda p: (_KINDS.index(p.kind), -p.seconds_saved, -p.bytes_saved))
     return CompileCostReport(tuple(functions), tuple(patterns))
@@ -196,17 +194,15 @@ def _constants(row: FunctionCost, event: Event) -> list[CostPattern]:
     return out
 
 
-def _inlined(groups: dict[str, list[Event]], costed: dict[str, list[Event]]
-             ) -> list[CostPattern]:
+def _inlined(groups: dict[str, list[Event]]) -> list[CostPattern]:
     """Functions compiled on their own and also inlined into other compiled functions, named
     only where they are a significant part of a caller (``INLINED_MIN_SHARE`` of its equations
     and at least ``INLINED_MIN_EQUATIONS``): a small shared helper is not worth a word."""
     into: dict[str, list[tuple[str, int, float]]] = {}
-    for key, events in costed.items():
-        if not events:
+    for key, events in groups.items():
+        total, largest = largest_program(events)
+        if largest is None:
             continue
-        largest = max(events, key=lambda e: _cost(e).equations)
-        total = _cost(largest).equations
         for callee, equations in _cost(largest).inlined:
             if (callee in groups and callee != key and equations >= INLINED_MIN_EQUATIONS
                     and equations >= INLINED_MIN_SHARE * total):

@@ -141,13 +141,13 @@ def run(
             None, "table")
         timeout = _host_timeout(check_hosts, host_timeout)
         with output.script_stdout_to_stderr(machine_readable):
-            check = _host_check(timeout, request) if timeout is not None else None
+            hosts = _host_check(timeout, request) if timeout is not None else None
             outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
-                hook_mode, request.events_log, count_calls=count_calls, host_check=check))
-    if check is not None:  # when it stopped the job, it ends the process itself
+                hook_mode, request.events_log, count_calls=count_calls, host_check=hosts))
+    if hosts is not None:  # when it stopped the job, it ends the process itself
         from recompile_cli.host_guard import conclude
 
-        conclude(check, outcome, lambda done: finish.finish(done, request))
+        conclude(hosts, outcome, lambda done: finish.finish(done, request))
     finish.finish(outcome, request)
 
 
@@ -287,7 +287,8 @@ app.command(name="forecast")(forecast_command.forecast)
 
 
 def main() -> None:
-    """The ``recompile-cli`` console script. Ctrl-C and SIGTERM are deferred from the start
+    """The command line, as ``__main__.main`` (the ``recompile-cli`` console script and
+    ``python -m recompile_cli``) runs it. Ctrl-C and SIGTERM are deferred from the start
     (``exits.defer_signals``): they stop the target, or are taken into the exit code once the
     report is out; either way the command ends with 130/143 and one line, never a traceback."""
     exits.defer_signals()

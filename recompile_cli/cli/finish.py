@@ -72,7 +72,6 @@ def needs_baseline(compile_regression: float | None, baseline: Path | None) -> N
                           "--save-baseline FILE on a run you trust).")
 
 
-
 def finish(outcome: Outcome, request: Request) -> None:
     """Analyse, print and write the report, evaluate the gates, and exit with the code."""
     from recompile_cli.analysis.report import analyse

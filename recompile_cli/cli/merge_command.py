@@ -57,7 +57,8 @@ def merge(
     from recompile_cli.render.merged import render as render_merged
     from recompile_cli.session.files import load_session
 
-    def render(merged: Any, comparison: Any, fmt: str) -> str:  # + why cache keys differ
+    def render(merged: Any, comparison: Any, fmt: str) -> str:
+        """The merge report in ``fmt``, with why the processes' cache keys differ."""
         return cache_keys.merged_text(render_merged(merged, comparison, fmt), merged.session,
                                       fmt)
 

@@ -47,7 +47,8 @@ FormatOption = Annotated[Format | None, typer.Option(
 OutputOption = Annotated[Path | None, typer.Option(
     "--output", "-o", parser=output.path_option, metavar="PATH",
     help="Also write the report to this file (.json, .md, .txt, .csv, "
-    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv and causes.csv.")]
+    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv, causes.csv and "
+    "compile_cost.csv.")]
 SaveOption = Annotated[Path | None, typer.Option(
     "--save", parser=output.path_option, metavar="PATH",
     help="Save the session as JSON, to render later with `recompile-cli report`.")]

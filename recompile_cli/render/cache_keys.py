@@ -19,6 +19,7 @@ from recompile_cli.analysis.cache_keys import (
     diff_processes,
 )
 from recompile_cli.analysis.cache_outcomes import CacheOutcomes
+from recompile_cli.analysis.shorten import counted
 from recompile_cli.render import escape
 from recompile_cli.session import codec
 from recompile_cli.session.locations import relative
@@ -50,11 +51,11 @@ def comparison_lines(comparison: KeyComparison, markdown: bool = False,
     changed = len(comparison.changed)
     lines = [head]
     if not changed and not comparison.jax_changed:
-        lines.append(f"every compile used a key that the other run had ({comparison.same} "
-                     "compiles): nothing to explain")
+        lines.append("every compile used a key that the other run had "
+                     f"({counted(comparison.same, 'compile')}): nothing to explain")
         return lines
-    lines.append(f"{changed} compile{'s' if changed != 1 else ''} of your functions got a new "
-                 f"key ({comparison.same} compiles kept theirs"
+    lines.append(f"{counted(changed, 'compile')} of your functions got a new "
+                 f"key ({counted(comparison.same, 'compile')} kept theirs"
                  + (f"; {comparison.jax_changed} of JAX's own functions changed too"
                     if comparison.jax_changed else "") + ")")
     for item in comparison.changed:
@@ -101,7 +102,7 @@ def outcome_line(found: CacheOutcomes) -> str:
     (under_min_compile_time 3)``."""
     saved = f"{found.saved_seconds:.3f} s saved" + ("" if found.exact or not found.hits
                                                     else ", from JAX's whole seconds")
-    parts = [f"{found.hits} hit{'s' if found.hits != 1 else ''} ({saved})",
+    parts = [f"{counted(found.hits, 'hit')} ({saved})",
              f"{found.written} miss{'es' if found.written != 1 else ''} written"]
     not_written = sum(found.not_written.values())
     if not_written:

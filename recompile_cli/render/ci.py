@@ -40,10 +40,11 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
     headers = ["target", "function", "compiles", "traces", "compile s", "status"]
     if any(row.max_equations is not None for row in rows):  # max_equations budgets
         headers.insert(5, "equations")
-        for i, line in enumerate(table):
-            recorded = rows[i].equations if i < len(rows) else None
-            line.insert(5, "" if i >= len(rows) else show(_limit(
-                "not recorded" if recorded is None else f"{recorded:,}", rows[i].max_equations)))
+        for i, line in enumerate(table):  # the rows of targets that raised come last, empty
+            row = rows[i] if i < len(rows) else None
+            line.insert(5, "" if row is None else show(_limit(
+                "not recorded" if row.equations is None else f"{row.equations:,}",
+                row.max_equations)))
     if table:
         lines.append(tabulate(table, headers=headers,
                               tablefmt="github" if markdown else "simple",

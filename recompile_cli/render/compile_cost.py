@@ -15,6 +15,7 @@ from typing import Any
 
 from recompile_cli.analysis.compile_cost import CompileCostReport, analyse_cost, size_text
 from recompile_cli.analysis.report import Report
+from recompile_cli.analysis.shorten import counted
 from recompile_cli.render.fit import Table
 from recompile_cli.session.locations import display
 
@@ -31,13 +32,13 @@ def summary(cost: CompileCostReport) -> list[str]:
     out = []
     for f in cost.functions:
         ops = f", {f.module_ops:,} lowered operations" if f.module_ops is not None else ""
-        consts = (f", {f.constants} constant{'s' if f.constants != 1 else ''} of "
-                  f"{size_text(f.constants_bytes)}" if f.constants else "")
+        consts = (f", {counted(f.constants, 'constant')} of {size_text(f.constants_bytes)}"
+                  if f.constants else "")
         capped = (f"; lines attributed for the first {f.walked:,} equations only (a bound on "
                   "the work for huge programs)" if f.capped else "")
         bodies = (f" ({f.in_bodies:,} in loop or branch bodies, each body counted once)"
                   if f.in_bodies else "")
-        out.append(f"{f.function}: {f.compiles} compile{'s' if f.compiles != 1 else ''}, "
+        out.append(f"{f.function}: {counted(f.compiles, 'compile')}, "
                    f"{f.compile_seconds:.3f} s; largest program {f.equations:,} "
                    f"equations{bodies}{ops}{consts}{capped}")
     return out

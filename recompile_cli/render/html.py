@@ -166,7 +166,7 @@ def _fix_first(report: Report, violations: Sequence[Violation], escape: Escape,
         sections.append(f'<p class="error">The recorded code raised: '
                         f"{escape(relative_in(session.target_exception))}</p>")
     if report.suggestions:
-        sections += ['<h2>Suggestions</h2>', '<ul class="suggestions">' + "".join(
+        sections += ["<h2>Suggestions</h2>", '<ul class="suggestions">' + "".join(
             f"<li><b>{escape(s.function)}</b>: {prose(s.message)}</li>"
             for s in report.suggestions) + "</ul>"]
     if report.cause_table:
@@ -174,7 +174,7 @@ def _fix_first(report: Report, violations: Sequence[Violation], escape: Escape,
         sections.append(_folded("Re-compilations by cost", _table(rows, "causes", escape),
                                 len(rows[1]), "causes-section",
                                 unfolded=len(rows[1]) <= FOLD_ROWS))
-    elif not violations and KEPT_CACHES in session.warnings:  # a first compile may not be
+    elif not violations and KEPT_CACHES in session.warnings:
         sections.append('<p class="hidden">No re-compilation of your functions inside the '
                         "recording; JAX's caches were kept, so a compile of a function that "
                         "compiled before it is counted as a first compile here.</p>")

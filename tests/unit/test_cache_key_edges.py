@@ -55,8 +55,8 @@ def keyed(**environment):
      "keys need the private hooks, JAX >= 0.9)"),
     ({"compilation_cache_dir": None}, "it ran without a persistent compilation cache "
      "(--compilation-cache DIR)"),
-    ({}, "it was recorded by a recompile-cli older than 0.3, which did not record cache keys; "
-     "record it again"),
+    ({}, "it was recorded by an earlier recompile-cli, which did not record cache keys, or "
+     "without JAX's cache-key internals (see its warnings); record it again"),
 ])
 def test_diff_says_which_run_has_no_keys_and_why(old_env, why):
     env = dataclasses.replace(ENV, **{"compilation_cache_dir": "/tmp/cache", **old_env})
