@@ -2,11 +2,10 @@
 
 The public ``jax.monitoring`` duration events give the trace / lower / compile stages and their
 times; the private hooks in ``jax_internals`` add signatures, nesting and lowering-key changes.
-Both only fire on cache misses. The events of one thread arrive in order (trace, then lowering,
-then compile), so they are stitched into one ``Event`` per miss through a per-thread "current
-event" slot, which ``enrich.Enrichment`` completes with the compile's persistent-cache key and
-cost. The ``Recorder`` owns all mutable recording state (``Enrichment``'s, ``stale.Watch``'s);
-``stop()`` returns frozen data.
+Both only fire on cache misses. One thread's events arrive in order (trace, lowering, compile)
+and are stitched into one ``Event`` per miss through a per-thread "current event" slot, which
+``enrich.Enrichment`` completes with the compile's cache key and cost. The ``Recorder`` owns all
+recording state (with ``Enrichment`` and ``stale.Watch``); ``stop()`` returns frozen data.
 """
 
 from __future__ import annotations
