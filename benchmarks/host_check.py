@@ -44,7 +44,7 @@ def worker(args: argparse.Namespace) -> None:
     from overhead import cached_call_seconds
 
     from recompile_cli.capture.recorder import Recorder
-    from recompile_cli.host_guard import host_check
+    from recompile_cli.guards.hosts import host_check
 
     spent: list[float] = []  # seconds in the check, per checked compile
 

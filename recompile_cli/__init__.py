@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         save_session,
         to_pandas,
     )
-    from recompile_cli.forecasting import forecast
+    from recompile_cli.api.forecast import forecast
     from recompile_cli.guards import (
         Guard,
         GuardBlinded,
@@ -50,7 +50,7 @@ __all__ = ["Frames", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardViolati
 _LAZY = {
     **dict.fromkeys(["Frames", "RecompileReport", "Recording", "analyse", "load_session",
                      "record", "save_session", "to_pandas"], "recompile_cli.api"),
-    "forecast": "recompile_cli.forecasting",
+    "forecast": "recompile_cli.api.forecast",
     "Session": "recompile_cli.session.model",  # lazy too: `python -m recompile_cli` starts fast
     **dict.fromkeys(["Guard", "GuardBlindWarning", "GuardBlinded", "GuardViolation",
                      "RecompileLimitExceeded", "RecompileWarning", "UnmatchedBudgetWarning",
@@ -69,13 +69,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext recompile_cli``: adds the ``%recompiles`` and ``%%recompiles`` magics."""
-    from recompile_cli.notebook import load_ipython_extension as load
+    from recompile_cli.api.notebook import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext recompile_cli``: removes the magics."""
-    from recompile_cli.notebook import unload_ipython_extension as unload
+    from recompile_cli.api.notebook import unload_ipython_extension as unload
 
     unload(ipython)

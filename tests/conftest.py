@@ -41,8 +41,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     import jax
 
-    from recompile_cli.capture import jax_internals
+    from recompile_cli.capture.jax import hooks
 
-    missing = jax_internals.probe()
+    missing = hooks.probe()
     mode = "private hooks" if missing is None else f"public-only ({missing})"
     return f"jax {jax.__version__}, recorder: {mode}"

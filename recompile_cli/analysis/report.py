@@ -14,11 +14,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
+from recompile_cli.analysis.advice.suggest import Suggestion, suggest
 from recompile_cli.analysis.cache_outcomes import outcomes as cache_outcomes
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import public_only
-from recompile_cli.analysis.merge import explain_by_process
-from recompile_cli.analysis.suggest import Suggestion, suggest
+from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.tally import Tally, tally
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recompile_cli.analysis import predict
+from recompile_cli.analysis.advice import predict
 from recompile_cli.analysis.report import Report
 from recompile_cli.session.model import Owner, Signature, function_key
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture.frames import function_key_of
+from recompile_cli.capture.stack import function_key_of
 
 OnCall = Callable[[str | None, int | None], None]
 

@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture import jax_cache_key, jax_cost
 from recompile_cli.capture.drafts import Draft
+from recompile_cli.capture.jax import cache_key
+from recompile_cli.capture.jax import cost as jax_cost
 from recompile_cli.capture.process import configured_cache_dir
 from recompile_cli.session.model import CacheOutcome
 
@@ -48,7 +49,7 @@ class Enrichment:
         self.compile_cost = compile_cost
         self._cache_keys = cache_keys
         self.cache_dir: str | None = None
-        self._key_hooks: jax_cache_key.KeyHooks | None = None
+        self._key_hooks: cache_key.KeyHooks | None = None
         self._key_problem = "needs JAX >= 0.9 and hook mode private"  # until installed
 
     def install(self, private: bool) -> None:
@@ -56,12 +57,12 @@ class Enrichment:
         self.cache_dir = configured_cache_dir()
         if not private or not self._cache_keys:
             return
-        problem = jax_cache_key.probe()
+        problem = cache_key.probe()
         if problem is not None:
             self._key_problem = f"is not recorded: {problem}"
             return
         try:
-            hooks = jax_cache_key.KeyHooks(self._on_error)
+            hooks = cache_key.KeyHooks(self._on_error)
             hooks.install()
             self._key_hooks = hooks
         except Exception as exc:

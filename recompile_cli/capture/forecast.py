@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.capture import frames
-from recompile_cli.capture.jax_internals_arrays import is_committed
+from recompile_cli.capture import stack
+from recompile_cli.capture.jax.arrays import is_committed
 from recompile_cli.session.model import Change, Event, Session
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by the commands that read a spec
@@ -85,7 +85,7 @@ class Forecaster:
 
     def _note_effects(self, call: Callable[..., Any], jaxpr: Any) -> None:
         effects = getattr(jaxpr, "effects", None)
-        name = str(getattr(frames.python_function(call), "__name__", call))
+        name = str(getattr(stack.python_function(call), "__name__", call))
         if not effects or name in self._effects_noted:
             return
         self._effects_noted.add(name)
@@ -152,7 +152,7 @@ def committed_shardings(call: Callable[..., Any], args: list[Any], kwargs: dict[
 def _named_arguments(call: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
                      ) -> list[tuple[str, Any]]:
     try:
-        function: Any = frames.python_function(call)
+        function: Any = stack.python_function(call)
         bound = inspect.signature(function).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())

@@ -2,7 +2,7 @@
 its peers compile the same program, and the whole job stops at the first that does not.
 
 ``HostCheck`` is a recorder's ``on_compile`` callback. Only programs that run on devices of
-other processes too are checked (``jax_internals_hosts.take``: the lowered program's devices
+other processes too are checked (``hosts.take``: the lowered program's devices
 are not all this process's): those run collectives with the other processes, which must run the
 same program. A program on this process's devices alone (a metrics helper jitted on process 0)
 is none of the peers' business and is not exchanged. At each checked compile of a function that
@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from recompile_cli.capture import jax_distributed, jax_internals_hosts
+from recompile_cli.capture.jax import distributed, hosts
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.host_entries import Entry, decode_entry, encode_entry, entry_of
 from recompile_cli.session.model import Event, HookMode, Owner, Session
@@ -81,7 +81,7 @@ class HostCheck:
         self.timeout = timeout
         self._mismatch, self._missing, self._finish = mismatch, missing, finish
         self._shown = shown  # every message, this process's or read from the store
-        self._store: jax_distributed.Store | None = None
+        self._store: distributed.Store | None = None
         self._recorder: Recorder | None = None
         self._seqs: dict[str, int] = {}  # function key -> its checked compiles so far
         self._lock = threading.Lock()
@@ -110,11 +110,11 @@ class HostCheck:
         self.stopped = message  # the thread that raises it reports it (``claim``)
         raise HostsDiverged(message)
 
-    def _attach(self) -> jax_distributed.Store | None:
+    def _attach(self) -> distributed.Store | None:
         if self._store is None and not self._done.is_set():
-            self._store = jax_distributed.connect()
-            reason = jax_distributed.why_not() if self._store is None else None
-            if (reason is not None and reason not in jax_distributed.NOTHING_TO_CHECK
+            self._store = distributed.connect()
+            reason = distributed.why_not() if self._store is None else None
+            if (reason is not None and reason not in distributed.NOTHING_TO_CHECK
                     and self._recorder is not None and not self._warned):
                 self._warned = True
                 self._recorder.warn(f"--check-hosts checked nothing: {reason}")
@@ -125,7 +125,7 @@ class HostCheck:
 
     def _spans(self, event: Event) -> bool:
         """Whether the program just compiled runs on other processes' devices too."""
-        spans = jax_internals_hosts.take(event.function)
+        spans = hosts.take(event.function)
         recorder = self._recorder
         if (spans is None and recorder is not None and recorder.hook_mode != HookMode.PRIVATE
                 and not self._warned):
@@ -244,14 +244,14 @@ class HostCheck:
         hard_exit(code)
 
 
-def _publish(store: jax_distributed.Store, key: str, message: str) -> str:
+def _publish(store: distributed.Store, key: str, message: str) -> str:
     """Write the stop message under ``key``; the first one written wins, for every process."""
     if store.put(key, message):
         return message
     return store.get(key) or message
 
 
-def _last_of(store: jax_distributed.Store, folder: str) -> Entry | None:
+def _last_of(store: distributed.Store, folder: str) -> Entry | None:
     """The last entry in ``folder``, a process's of one function (the program it still runs)."""
     found = [decode_entry(value) for _, value in store.under(folder)]
     entries = [e for e in found if e is not None]

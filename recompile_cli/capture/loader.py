@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recompile_cli.capture.frames import user_frame_of
+from recompile_cli.capture.stack import user_frame_of
 from recompile_cli.errors import TargetError
 
 

@@ -28,13 +28,13 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from recompile_cli.capture import frames
-from recompile_cli.capture.jax_internals import JIT_CALL_PATH_FILES
+from recompile_cli.capture import stack
+from recompile_cli.capture.jax.hooks import JIT_CALL_PATH_FILES
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import FunctionKind, Owner
 
 if TYPE_CHECKING:
-    from recompile_cli.capture.signatures import TraceInfo
+    from recompile_cli.capture.jax.signatures import TraceInfo
 
 _PACKAGE = re.compile(r"^(.*?[/\\](?:site|dist)-packages[/\\][^/\\]+)")
 
@@ -75,7 +75,7 @@ class Functions:
                                    info.eager_primitive, frame)
         if owner != Owner.USER and self.function_id(info.fun) in self._user_objects:
             owner = Owner.USER  # the user's jit of it, now called from a library's code
-        elif owner == Owner.USER and frames.owner_of(path_of(info.defined_at)) != Owner.USER:
+        elif owner == Owner.USER and stack.owner_of(path_of(info.defined_at)) != Owner.USER:
             self._users[(info.name, info.defined_at)] = None
             self._user_objects.add(self.function_id(info.fun))
         return owner, created_at
@@ -85,7 +85,7 @@ class Functions:
         whoever defined it."""
         if (name, defined_at) in self._users:
             return Owner.USER
-        return frames.owner_of(path_of(defined_at))
+        return stack.owner_of(path_of(defined_at))
 
 
 def origin(fun: Any, behind: Any, defined_at: str | None, kind: FunctionKind,
@@ -95,7 +95,7 @@ def origin(fun: Any, behind: Any, defined_at: str | None, kind: FunctionKind,
     if eager_primitive:
         return Owner.JAX, None
     made = fun if behind is None else behind
-    if (frames.owner_of(path_of(defined_at)) == Owner.USER
+    if (stack.owner_of(path_of(defined_at)) == Owner.USER
             and kind != FunctionKind.PARTIAL and kind != FunctionKind.BOUND_METHOD):
         return Owner.USER, creation_site(made, kind, None)  # no stack to read
     caller = jit_caller(frame, wrapper_dir(fun, defined_at))
@@ -107,10 +107,10 @@ def jit_owner(fun: Any, behind: Any, defined_at: str | None,
     """The user's when the user wrote the function, or when user code called it (``caller``:
     directly, through a JAX transformation, or through the library wrapper ``fun`` made for
     ``behind``) and its own package did not jit it; else whoever defined it."""
-    defined = frames.owner_of(path_of(defined_at))
+    defined = stack.owner_of(path_of(defined_at))
     if defined == Owner.USER:
         return Owner.USER
-    if caller is None or not frames.is_user_file(caller.f_code.co_filename):
+    if caller is None or not stack.is_user_file(caller.f_code.co_filename):
         return defined
     return defined if applied_by_its_package(fun if behind is None else behind) else Owner.USER
 
@@ -125,13 +125,13 @@ def public_owner(frame: types.FrameType | None) -> Owner | None:
     entry = None  # the outermost JAX frame seen so far: where the call entered JAX
     while frame is not None:
         path = frame.f_code.co_filename
-        owner = frames.owner_of(path)
-        if path.startswith(frames.OWN_DIR):
+        owner = stack.owner_of(path)
+        if path.startswith(stack.OWN_DIR):
             if entry is not None:  # called by recompile-cli: whose, the location tells
                 return None
         elif owner == Owner.JAX:
             entry = path
-        elif owner == Owner.LIBRARY or frames.is_user_file(path):
+        elif owner == Owner.LIBRARY or stack.is_user_file(path):
             return owner if entry is not None and _on_jit_path(entry) else Owner.JAX
         frame = frame.f_back
     return None
@@ -144,7 +144,7 @@ def jit_caller(frame: types.FrameType | None, skip_dir: str | None = None
     package folder ``skip_dir`` of a library's jit wrapper (``wrapper_dir``)."""
     while frame is not None:
         path = frame.f_code.co_filename
-        if not (path.startswith(frames.OWN_DIR) or _on_jit_path(path)
+        if not (path.startswith(stack.OWN_DIR) or _on_jit_path(path)
                 or (skip_dir is not None and path.startswith(skip_dir))):
             return frame
         frame = frame.f_back
@@ -154,14 +154,14 @@ def jit_caller(frame: types.FrameType | None, skip_dir: str | None = None
 @functools.lru_cache(maxsize=1024)
 def _on_jit_path(path: str) -> bool:
     return (os.path.basename(path) in JIT_CALL_PATH_FILES
-            and frames.owner_of(path) == Owner.JAX)
+            and stack.owner_of(path) == Owner.JAX)
 
 
 def wrapper_dir(fun: Any, defined_at: str | None) -> str | None:
     """The package folder of a library's jit wrapper traced for a function elsewhere
     (``equinox/`` for ``equinox.filter_jit``), whose frames stand between that function's
     caller and JAX."""
-    code = getattr(frames.python_function(fun), "__code__", None)
+    code = getattr(stack.python_function(fun), "__code__", None)
     if code is None or code.co_filename == path_of(defined_at):
         return None
     match = _PACKAGE.match(os.path.abspath(code.co_filename))
@@ -226,10 +226,10 @@ def creation_site(fun: Any, kind: FunctionKind, caller: types.FrameType | None) 
     ``caller`` (that called the jitted function) last assigned ``fun``, or the jit wrapper
     around it, to a name (``g = functools.partial(f, a)``, ``step = jax.jit(obj.method)``)."""
     if kind != FunctionKind.PARTIAL and kind != FunctionKind.BOUND_METHOD:
-        code = getattr(frames.python_function(fun), "__code__", None)
-        if code is not None and frames.is_user_file(code.co_filename):
+        code = getattr(stack.python_function(fun), "__code__", None)
+        if code is not None and stack.is_user_file(code.co_filename):
             return f"{code.co_filename}:{code.co_firstlineno}"
-    if caller is None or not frames.is_user_file(caller.f_code.co_filename):
+    if caller is None or not stack.is_user_file(caller.f_code.co_filename):
         return None
     return _assigned_at(fun, caller)
 

@@ -21,7 +21,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from recompile_cli.capture import jax_distributed
+from recompile_cli.capture.jax import distributed
 from recompile_cli.session.model import NO_BACKEND, Environment, HookMode
 
 # The process's rank as launchers set it: JAX's own, SLURM (srun), torchrun and Open MPI.
@@ -44,14 +44,14 @@ def current() -> Identity:
 
     index = count = None
     backend = None
-    if jax_distributed.backend_started():
+    if distributed.backend_started():
         try:
             backend = jax.default_backend()
             index, count = jax.process_index(), jax.process_count()
         except Exception:  # no backend could start: the script's own error says why
             backend = None
     if index is None:
-        index, count = jax_distributed.initialized_identity()
+        index, count = distributed.initialized_identity()
     return Identity(backend, index, count, host_name())
 
 

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from recompile_cli.capture import forks, frames, jax_internals, origins, process
-from recompile_cli.capture import jax_internals_listeners as listeners
+from recompile_cli.capture import forks, origins, process, stack
 from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
-from recompile_cli.capture.frames import exception_summary
-from recompile_cli.capture.signatures import LowerInfo, TraceInfo
+from recompile_cli.capture.jax import hooks, listeners
+from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
+from recompile_cli.capture.stack import exception_summary
 from recompile_cli.capture.stale import Watch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
@@ -89,7 +89,7 @@ class Recorder:
         self._drafts: list[Draft] = []
         self._warnings: list[str] = []
         self._internal_errors = 0
-        self._hooks: jax_internals.Hooks | None = None
+        self._hooks: hooks.Hooks | None = None
         self._functions = origins.Functions()
         self._base_context: dict[str, str] = {}
         self._last_context: tuple[dict[str, str], dict[str, str]] | None = None
@@ -106,13 +106,13 @@ class Recorder:
     def start(self) -> Recorder:
         self._t0 = time.perf_counter()
         if self._requested_mode == HookMode.PRIVATE:
-            reason = jax_internals.probe()
+            reason = hooks.probe()
             if reason is None:
-                self._hooks = jax_internals.Hooks(
+                self._hooks = hooks.Hooks(
                     self._on_trace, self._on_lower, self._on_internal_error,
                     self._on_cost if self._enrich.compile_cost else None)
                 self._hooks.install()
-                self._base_context = jax_internals.trace_context()
+                self._base_context = hooks.trace_context()
             else:
                 self._warnings.append(f"JAX's tracing internals are unavailable ({reason}): "
                                       "counting compiles and times from the public "
@@ -143,7 +143,7 @@ class Recorder:
         """Record that the target raised, exited or was interrupted: a one-line ``message``
         and, for the first failure, the user's traceback of ``exc``."""
         if exc is not None and self.failure_traceback is None:
-            self.failure_traceback = frames.user_traceback(exc)
+            self.failure_traceback = stack.user_traceback(exc)
         self._failures.append(message)
 
     @property
@@ -307,7 +307,7 @@ class Recorder:
             python_scalars=info.python_scalars)
         if info.error is not None:
             draft.error = trace_error(info.error, info.leaves)
-        elif frames.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
+        elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
             self._stale.add(info.name, info.defined_at, info.fun)
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
@@ -377,7 +377,7 @@ class Recorder:
         draft = Draft(
             function=name, defined_at=defined_at,
             owner=owner or self._functions.owner(name, defined_at),
-            call_site=frames.user_call_site(skip=2) or self._call_label,
+            call_site=stack.user_call_site(skip=2) or self._call_label,
             call_index=self._call_index, call_of=self._call_of, depth=depth,
             start=time.perf_counter() - seconds - self._t0)
         with self._lock:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli import exits
-from recompile_cli.capture import frames, loader
+from recompile_cli.capture import loader, stack
 from recompile_cli.capture.counting import CallCounter
-from recompile_cli.capture.frames import exception_summary
 from recompile_cli.capture.recorder import Recorder
+from recompile_cli.capture.stack import exception_summary
 from recompile_cli.errors import TargetError
 from recompile_cli.session.model import HookMode, Session
 
@@ -128,7 +128,7 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
     from recompile_cli.inputs.materialize import materialize
 
     invoke = options.invoke or _run_call
-    key = frames.function_key_of(function)
+    key = stack.function_key_of(function)
     total = recorder.calls_planned = len(spec.cases)
     recorder.calls[key] = 0
     call = prepare(function, jit_options, no_jit, recorder)

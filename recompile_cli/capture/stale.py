@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.capture.frames import python_function
+from recompile_cli.capture.stack import python_function
 from recompile_cli.session.model import CaptureScope, StaleCapture
 
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared

@@ -145,7 +145,7 @@ def run(
             outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
                 hook_mode, request.events_log, count_calls=count_calls, host_check=hosts))
     if hosts is not None:  # when it stopped the job, it ends the process itself
-        from recompile_cli.host_guard import conclude
+        from recompile_cli.guards.hosts import conclude
 
         conclude(hosts, outcome, lambda done: finish.finish(done, request))
     finish.finish(outcome, request)
@@ -170,7 +170,7 @@ def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:
 
 
 def _host_check(timeout: float, request: finish.Request) -> HostCheck:
-    from recompile_cli.host_guard import host_check
+    from recompile_cli.guards.hosts import host_check
 
     return host_check(timeout, lambda done: finish.finish(done, request))
 

@@ -63,7 +63,7 @@ def forecast(
     """Predict every compile of TARGET over the spec's calls without running or compiling
     anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
     jit(f).trace()."""
-    from recompile_cli.forecasting import forecast_target
+    from recompile_cli.api.forecast import forecast_target
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,

@@ -51,8 +51,8 @@ def merge(
 ) -> None:
     """Merge the reports of the processes of one multi-process JAX job and show where they
     compile differently (compile counts, signatures, causes), call by call."""
-    from recompile_cli.analysis.divergence import compare
-    from recompile_cli.analysis.merge import merge_reports
+    from recompile_cli.analysis.hosts.divergence import compare
+    from recompile_cli.analysis.hosts.merge import merge_reports
     from recompile_cli.render import cache_keys
     from recompile_cli.render.merged import render as render_merged
     from recompile_cli.session.files import load_session

@@ -13,8 +13,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from recompile_cli.analysis.divergence import Comparison, Divergence, FunctionRow, compare
-from recompile_cli.analysis.merge import Merged, merge, processes, split
+from recompile_cli.analysis.hosts.divergence import Comparison, Divergence, FunctionRow, compare
+from recompile_cli.analysis.hosts.merge import Merged, merge, processes, split
 from recompile_cli.render import escape
 from recompile_cli.session import codec
 from recompile_cli.session.locations import display as location

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import pytest
 
-from recompile_cli.capture import jax_internals
+from recompile_cli.capture.jax import hooks
 
-JAX_VERSION: tuple[int, ...] = jax_internals.jax_version()
-PRIVATE_HOOKS_MISSING: str | None = jax_internals.probe()
+JAX_VERSION: tuple[int, ...] = hooks.jax_version()
+PRIVATE_HOOKS_MISSING: str | None = hooks.probe()
 PRIVATE_HOOKS = PRIVATE_HOOKS_MISSING is None
 
 requires_private_hooks = pytest.mark.skipif(

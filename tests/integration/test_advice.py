@@ -14,7 +14,7 @@ import pytest
 from jax_support import requires_private_hooks
 
 import recompile_cli
-from recompile_cli.analysis.suggest import Suggestion
+from recompile_cli.analysis.advice.suggest import Suggestion
 
 pytestmark = requires_private_hooks
 

@@ -18,7 +18,7 @@ import pytest
 from helpers import SAMPLES, budget
 from jax_support import requires_private_hooks
 
-from recompile_cli.capture import jax_cost
+from recompile_cli.capture.jax import cost as jax_cost
 from recompile_cli.capture.recorder import Recorder
 
 HEAVY = SAMPLES / "heavy.py"

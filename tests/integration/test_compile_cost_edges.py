@@ -16,7 +16,8 @@ from helpers import budget
 from jax_support import requires_private_hooks
 
 import recompile_cli
-from recompile_cli.capture import cache_key_text, jax_cache_key, jax_cost, module_constants
+from recompile_cli.capture import cache_key_text
+from recompile_cli.capture.jax import cache_key, cost, module_constants
 from recompile_cli.capture.recorder import Recorder
 
 TRAIN_EVAL = '''
@@ -98,9 +99,9 @@ def test_max_equations_in_public_only_mode_warns_and_fails_under_strict(cli, tmp
 @requires_private_hooks
 def test_the_guard_walks_no_compile_cost_and_takes_no_key_apart(monkeypatch):
     calls: list[str] = []
-    monkeypatch.setattr(jax_cost, "cost_of", lambda *a, **k: calls.append("cost"))
-    install = jax_cache_key.KeyHooks.install  # (installed with or without a cache folder)
-    monkeypatch.setattr(jax_cache_key.KeyHooks, "install",
+    monkeypatch.setattr(cost, "cost_of", lambda *a, **k: calls.append("cost"))
+    install = cache_key.KeyHooks.install  # (installed with or without a cache folder)
+    monkeypatch.setattr(cache_key.KeyHooks, "install",
                         lambda self: (calls.append("keys"), install(self))[1])
 
     def compile_once(x):
@@ -124,11 +125,11 @@ def test_the_key_hook_prints_large_constants_elided_and_hashes_them(size):
         return jax.jit(lambda x: x + jnp.asarray(values) * 0.5).lower(
             jnp.ones(len(values), jnp.float32)).compiler_ir()
 
-    asm, digests = jax_cache_key._module_text(lowered(table))
+    asm, digests = cache_key._module_text(lowered(table))
     assert asm.count(cache_key_text.ELIDED) == len(digests) == 1
     assert len(asm) < 10_000  # the same however large the constant
     assert digests[0].endswith(f":{size * 4}")
     values = [c.value for c in cache_key_text.normalise(asm, elided=digests).constants]
     assert values[0].startswith(f"{size * 4} bytes, sha256 ") and "0.5" in values
-    assert jax_cache_key._module_text(lowered(other))[1] != digests
+    assert cache_key._module_text(lowered(other))[1] != digests
     assert module_constants.large_constant_digests(lowered(table[:8])) == []  # printed whole

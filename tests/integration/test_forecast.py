@@ -53,7 +53,7 @@ def backend_compiles():
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     yield seen
-    from recompile_cli.capture.jax_internals_listeners import unregister_listener
+    from recompile_cli.capture.jax.listeners import unregister_listener
 
     unregister_listener("event_duration", listen)
 

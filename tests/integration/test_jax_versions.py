@@ -16,7 +16,8 @@ from helpers import user_functions
 from jax._src import monitoring as jax_monitoring
 from jax_support import PRIVATE_HOOKS, requires_private_hooks
 
-from recompile_cli.capture import jax_internals, jax_internals_listeners, signatures
+from recompile_cli.capture.jax import hooks as jax_internals
+from recompile_cli.capture.jax import listeners, signatures
 from recompile_cli.capture.recorder import Recorder
 
 MODES = ["private", "public-only"]
@@ -126,12 +127,12 @@ def test_unregistering_never_raises():
         pass
 
     before = _durations()
-    assert jax_internals_listeners.unregister_listener("event_duration", listener) is False  # never added
-    jax_internals_listeners.register_listener("event_duration", listener)
+    assert listeners.unregister_listener("event_duration", listener) is False  # never added
+    listeners.register_listener("event_duration", listener)
     assert _durations() == before + 1
-    assert jax_internals_listeners.unregister_listener("event_duration", listener) is True
+    assert listeners.unregister_listener("event_duration", listener) is True
     assert _durations() == before
-    assert jax_internals_listeners.unregister_listener("event_duration", listener) is False  # twice
+    assert listeners.unregister_listener("event_duration", listener) is False  # twice
     assert _durations() == before
 
 

@@ -10,7 +10,7 @@ from jax._src import pjit
 from jax_support import requires_private_hooks
 
 from recompile_cli.analysis.report import analyse
-from recompile_cli.capture import jax_internals, signatures
+from recompile_cli.capture.jax import hooks, signatures
 from recompile_cli.capture.recorder import Recorder
 
 
@@ -50,10 +50,10 @@ def test_nothing_of_ours_runs_on_cache_hits(monkeypatch):
         return wrapper
 
     # Every entry point JAX can call into: the two private hooks and the public listeners.
-    monkeypatch.setattr(jax_internals.Hooks, "_trace_for_jit",
-                        counting(jax_internals.Hooks._trace_for_jit))
-    monkeypatch.setattr(jax_internals._LowerWrapper, "__call__",
-                        counting(jax_internals._LowerWrapper.__call__))
+    monkeypatch.setattr(hooks.Hooks, "_trace_for_jit",
+                        counting(hooks.Hooks._trace_for_jit))
+    monkeypatch.setattr(hooks._LowerWrapper, "__call__",
+                        counting(hooks._LowerWrapper.__call__))
     monkeypatch.setattr(Recorder, "_on_duration", counting(Recorder._on_duration))
     monkeypatch.setattr(Recorder, "_on_event", counting(Recorder._on_event))
     f = jax.jit(lambda x: x * 2)
@@ -76,7 +76,7 @@ def test_a_failing_hook_never_raises_into_user_code(monkeypatch):
         raise RuntimeError("bug in recompile-cli")
 
     monkeypatch.setattr(signatures, "trace_info", broken)
-    monkeypatch.setattr(jax_internals, "_lower_info", broken)
+    monkeypatch.setattr(hooks, "_lower_info", broken)
     with Recorder("t") as recorder:
         result = jax.jit(lambda x: x + 1)(jnp.ones(3))
     assert result.tolist() == [2.0, 2.0, 2.0]
@@ -98,7 +98,7 @@ def test_public_only_on_this_jax_restores_listeners_when_the_program_raises():
 
 
 def test_missing_internals_degrade_to_public_events(monkeypatch):
-    monkeypatch.setattr(jax_internals, "probe", lambda: "this JAX version lacks X")
+    monkeypatch.setattr(hooks, "probe", lambda: "this JAX version lacks X")
     f = jax.jit(lambda x: x + 1)
     with Recorder("t") as recorder:
         f(jnp.ones(2))

@@ -22,8 +22,8 @@ from recompile_cli.analysis.dataframes import events_frame
 from recompile_cli.analysis.report import analyse
 from recompile_cli.render import render
 from recompile_cli.render.html import MAX_EVENT_ROWS
+from recompile_cli.render.html.timeline import MAX_EXACT_EVENTS, MAX_ROWS, WIDTH
 from recompile_cli.render.json_report import to_dict
-from recompile_cli.render.timeline import MAX_EXACT_EVENTS, MAX_ROWS, WIDTH
 from recompile_cli.session.model import Session
 
 

@@ -17,14 +17,14 @@ import recompile_cli
 from recompile_cli import options
 from recompile_cli.analysis.report import analyse as analyse_session
 from recompile_cli.api import RecompileReport, Recording, to_pandas
-from recompile_cli.guard_errors import (
+from recompile_cli.guards import ENV_VAR, parse_guard_spec
+from recompile_cli.guards.errors import (
     GuardBlinded,
     GuardViolation,
     RecompileLimitExceeded,
     RecompileWarning,
     UnmatchedBudgetWarning,
 )
-from recompile_cli.guards import ENV_VAR, parse_guard_spec
 from recompile_cli.session.model import HookMode, Owner
 
 # -- RECOMPILE_CLI_GUARD ---------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from recompile_cli.capture import jax_internals_hosts
 from recompile_cli.capture.host_check import HostCheck, HostsDiverged
-from recompile_cli.host_guard import host_check, mismatch, missing
+from recompile_cli.capture.jax import hosts
+from recompile_cli.guards.hosts import host_check, mismatch, missing
 from recompile_cli.session.host_entries import entry_of
 from recompile_cli.session.model import Event, Leaf, Owner, Signature
 
@@ -88,7 +88,7 @@ def checks(timeout: float = 5.0) -> tuple[dict[str, str], list[HostCheck]]:
 
 def compile_(check: HostCheck, compiled: Event, spans: bool) -> None:
     """What a process does at a compile: the lowering hook notes it, the compile checks it."""
-    jax_internals_hosts.note(compiled.function, Lowered(spans))
+    hosts.note(compiled.function, Lowered(spans))
     check(compiled)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recompile_cli.analysis.host_mismatch import mismatch, missing
-from recompile_cli.guard_config import parse_guard_spec
+from recompile_cli.analysis.hosts.mismatch import mismatch, missing
+from recompile_cli.guards.config import parse_guard_spec
 from recompile_cli.session.host_entries import Entry, decode_entry, encode_entry, entry_of
 from recompile_cli.session.model import Change, Event, Leaf, Owner, Signature
 

@@ -2,7 +2,8 @@
 
 Every import counts: module-level, function-local and type-only ones. Data flows one way,
 inputs -> capture -> session -> analysis -> render and gate, and no two modules import each
-other, directly or around a circle.
+other, directly or around a circle. Only ``capture/jax/`` imports JAX's private modules
+(``jax._src``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "recompile_cli"
 
-# What each layer may import besides itself. The front doors (``api``, ``cli``, ``notebook``,
-# ``guards``, ``pytest_plugin``, the package itself) may import any layer.
+# What each layer may import besides itself. The front doors (``api``, ``cli``, ``guards``, the
+# package itself) may import any layer.
 LEAVES = {"exits", "errors", "fileio"}
 ALLOWED = {
     "exits": set(),
@@ -72,7 +73,7 @@ def layer(module: str) -> str:
 
 def test_the_graph_sees_the_package():
     assert "recompile_cli.session.model" in GRAPH["recompile_cli.analysis.report"]
-    assert "recompile_cli.capture.recorder" in GRAPH["recompile_cli.api"]  # a local import
+    assert "recompile_cli.capture.recorder" in GRAPH["recompile_cli.api.recording"]  # a local import
 
 
 def test_layers_import_only_what_lies_before_them():
@@ -89,6 +90,39 @@ def test_no_layer_after_capture_imports_capture():
                    if layer(module) in {"analysis", "gate", "render", "session", "inputs"}
                    and layer(target) == "capture")
     assert wrong == []
+
+
+def private_jax_imports(module: str) -> list[str]:
+    """The ``jax._src`` modules that ``module`` imports: ``import``, ``from ... import`` and
+    ``importlib.import_module("jax._src...")`` with a literal name."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif (isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None))
+              in ("import_module", "__import__")):
+            found.append(node.args[0].value)
+    return sorted({name for name in found if name == "jax._src" or name.startswith("jax._src.")})
+
+
+def test_only_capture_jax_imports_jax_private_modules():
+    wrong = sorted(f"{module} -> {name}" for module in MODULES
+                   if not module.startswith("recompile_cli.capture.jax.")
+                   for name in private_jax_imports(module))
+    assert wrong == []
+
+
+def test_the_private_import_finder_sees_the_internals_layer():
+    assert private_jax_imports("recompile_cli.capture.jax.hooks")
+
+
+def test_the_top_level_holds_at_most_eight_modules():
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, top
 
 
 def test_no_import_cycles():

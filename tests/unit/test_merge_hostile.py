@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 from builders import f32_event, session
 
-from recompile_cli.analysis.merge import MAX_PROCESSES, merge_reports
+from recompile_cli.analysis.hosts.merge import MAX_PROCESSES, merge_reports
 from recompile_cli.errors import MergeError
 
 

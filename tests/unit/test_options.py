@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from recompile_cli import options
-from recompile_cli.guard_config import GuardConfig
+from recompile_cli.guards.config import GuardConfig
 from recompile_cli.session.model import CauseCode
 
 

@@ -18,8 +18,8 @@ from builders import f32_event, session
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recompile_cli.analysis.divergence import compare
-from recompile_cli.analysis.merge import merge_reports
+from recompile_cli.analysis.hosts.divergence import compare
+from recompile_cli.analysis.hosts.merge import merge_reports
 from recompile_cli.analysis.report import analyse
 from recompile_cli.cli import output
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Rule, Violation

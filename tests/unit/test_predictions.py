@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders import leaf, sig
 
-from recompile_cli.analysis import predict
+from recompile_cli.analysis.advice import predict
 
 
 def lengths(*sizes: int, dim: int = 0):

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from builders import event, leaf, numbered, sig
 
-from recompile_cli.analysis import rules
+from recompile_cli.analysis.advice import rules
+from recompile_cli.analysis.advice.suggest import Suggestion, gather, suggest
 from recompile_cli.analysis.causes import explain_events
-from recompile_cli.analysis.suggest import Suggestion, gather, suggest
 from recompile_cli.session.model import Change, Event, Signature, StaticClass, TraceError
 from recompile_cli.session.structures import Note, node_map_text, with_note
 
@@ -573,7 +573,7 @@ def test_only_the_users_top_level_functions():
 def test_an_unhashable_static_argument_gets_advice_and_other_errors_none():
     """JAX refuses an unhashable static in C++ before any hook: the advice comes from its
     message, which names the value and its type (not the argument)."""
-    from recompile_cli.analysis.suggest import SuggestionCode, suggest
+    from recompile_cli.analysis.advice.suggest import SuggestionCode, suggest
 
     raised = ("the recorded block raised ValueError at prog.py:9: Non-hashable static arguments "
               "are not supported. An error occurred while trying to hash an object of type "

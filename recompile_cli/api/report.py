@@ -142,7 +142,7 @@ class RecompileReport:
             ValueError: a negative limit, or an unknown cause code.
             TypeError: a limit that is not an integer; ``fail_on`` neither a text nor a list.
         """
-        from recompile_cli.guard_errors import UnmatchedBudgetWarning
+        from recompile_cli.guards.errors import UnmatchedBudgetWarning
 
         checked, unmatched = gated(self, max_compiles, per_function, fail_on)
         for message in unmatched:

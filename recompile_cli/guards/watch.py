@@ -28,12 +28,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.capture import frames
-from recompile_cli.capture.jax_internals_listeners import is_registered, register_listener
+from recompile_cli.capture import stack
+from recompile_cli.capture.jax.listeners import is_registered, register_listener
+from recompile_cli.capture.jax.signatures import TraceInfo
 from recompile_cli.capture.recorder import Recorder
-from recompile_cli.capture.signatures import TraceInfo
-from recompile_cli.guard_config import GuardConfig
-from recompile_cli.guard_errors import GuardViolation
+from recompile_cli.guards.config import GuardConfig
+from recompile_cli.guards.errors import GuardViolation
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Event, Owner, Session, function_key
 
@@ -65,7 +65,7 @@ class Watch:
         self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
         if owner.config.host_timeout is not None:
-            from recompile_cli.host_guard import host_check
+            from recompile_cli.guards.hosts import host_check
 
             self.hosts = host_check(owner.config.host_timeout)
             self.hosts.bind(self.recorder)
@@ -151,7 +151,7 @@ class Watch:
         """Analyse this function's events (the CLI's analysis) to explain the compile."""
         from recompile_cli.analysis.report import analyse
         from recompile_cli.gate.evaluate import describe
-        from recompile_cli.guard_errors import inert
+        from recompile_cli.guards.errors import inert
 
         previous = self._explained.get(key)
         if compiled.defined_at is None and not compiled.traced and previous is not None:
@@ -268,7 +268,7 @@ def _event_of(events: Sequence[Event], compiled: Event) -> Event:
 def innermost_user_frame(frame: types.FrameType | None) -> types.FrameType | None:
     """The innermost frame of the user's code on the stack (the call that compiled)."""
     while frame is not None:
-        if frames.is_user_file(frame.f_code.co_filename):
+        if stack.is_user_file(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None

@@ -22,10 +22,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from recompile_cli import options
-from recompile_cli.analysis import host_mismatch
+from recompile_cli.analysis.hosts import mismatch as host_mismatch
 from recompile_cli.capture.host_check import HostCheck, HostsDiverged
 from recompile_cli.exits import ExitCode
-from recompile_cli.guard_errors import inert
+from recompile_cli.guards.errors import inert
 from recompile_cli.session.host_entries import Entry
 from recompile_cli.session.model import Session
 

@@ -34,8 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recompile_cli.capture import jax_internals_hosts, jax_patching, signatures
-from recompile_cli.capture.signatures import LowerInfo, TraceInfo
+from recompile_cli.capture.jax import hosts, patching, signatures
+from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
 _EXCLUDED = False
@@ -182,7 +182,7 @@ class Hooks:
         except Exception as exc:  # pragma: no cover - JAX was there at install time
             return [f"could not restore JAX's internals ({exc})"]
         for name, original in self._originals.items():
-            problem = jax_patching.restore(pjit, name, original, self._is_ours)
+            problem = patching.restore(pjit, name, original, self._is_ours)
             if problem:
                 problems.append(problem)
         return problems
@@ -266,7 +266,7 @@ class _LowerWrapper:
         try:
             if _misses(cache) > misses_before:
                 info = _lower_info(self._keys, jaxpr, args)
-                jax_internals_hosts.note(info.name, result)  # for --check-hosts
+                hosts.note(info.name, result)  # for --check-hosts
                 self._hooks._on_lower(info)
                 if self._hooks._on_cost is not None:
                     self._hooks._on_cost(jaxpr, result)

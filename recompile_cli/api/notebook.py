@@ -24,7 +24,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from recompile_cli.api import RecompileReport
+    from recompile_cli.api.report import RecompileReport
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
@@ -135,7 +135,7 @@ def _run_recorded(shell: Any, code: str, show_all: bool, max_compiles: int | Non
     code did (an exception, ``sys.exit``, Ctrl-C or a kernel interrupt): the report first,
     then a ``--save`` that failed, then the code's own exception as IPython shows it."""
     __tracebackhide__ = True  # the cell's traceback shows the cell's frames, not these
-    from recompile_cli.api import record
+    from recompile_cli.api.recording import record
     from recompile_cli.exits import deferred_signals
 
     display: Any = importlib.import_module("IPython.display").display

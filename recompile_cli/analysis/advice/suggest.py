@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from recompile_cli.analysis import predict
+from recompile_cli.analysis.advice import predict
+from recompile_cli.analysis.advice.groups import Group
+from recompile_cli.analysis.advice.rules import PER_FUNCTION, advise
 from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.groups import Group
-from recompile_cli.analysis.rules import PER_FUNCTION, advise
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.model import CauseCode, Event, Owner, function_key
 

@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recompile_cli.capture import frames, pytrees, wrapped
-from recompile_cli.capture.equality import EqualityClasses
-from recompile_cli.capture.pytrees import full_repr
-from recompile_cli.capture.scalars import python_scalar_leaves
+from recompile_cli.capture import stack
+from recompile_cli.capture.jax import pytrees, wrapped
+from recompile_cli.capture.jax.equality import EqualityClasses
+from recompile_cli.capture.jax.pytrees import full_repr
+from recompile_cli.capture.jax.scalars import python_scalar_leaves
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner, StaticClass
 
@@ -127,10 +128,10 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
     behind = None
-    if frames.owner_of(path_of(defined_at)) == Owner.LIBRARY:
+    if stack.owner_of(path_of(defined_at)) == Owner.LIBRARY:
         behind = function_behind(
             fun, lambda: [args[i] for i in static_nums if i < len(args)], name)
-        defined_at = frames.location_of(behind) if behind is not None else defined_at
+        defined_at = stack.location_of(behind) if behind is not None else defined_at
     params = param_names(ji, len(args))
     raw = arg_names(dbg, len(avals))
     names = wrapped.user_leaf_names(fun, raw, params, args)
@@ -339,7 +340,7 @@ def function_kind(fun: Any) -> FunctionKind:
 
 
 def function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str) -> Any:
-    """The function that a library's jit wrapper traces for it (``frames.made_for``): the
+    """The function that a library's jit wrapper traces for it (``stack.made_for``): the
     user's, or another library's (diffrax's ``diffeqsolve`` behind ``equinox.filter_jit``).
 
     Wrappers such as ``equinox.filter_jit`` jit a function of their own, renamed after the
@@ -347,7 +348,7 @@ def function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str)
     renamed wrapper (its ``__name__`` is not its code's name) is looked through: a library's
     own ``lambda`` (flax linen's ``jax.eval_shape(lambda ...)``) stays the library's.
     """
-    code = getattr(frames.python_function(fun), "__code__", None)
+    code = getattr(stack.python_function(fun), "__code__", None)
     if code is None or getattr(fun, "__name__", None) == code.co_name or name == "<lambda>":
         return None
     candidates = [getattr(fun, "__wrapped__", None)]
@@ -356,7 +357,7 @@ def function_behind(fun: Any, static_values: Callable[[], list[Any]], name: str)
     for value in static_values():
         candidates += _shallow(value)
     for candidate in candidates:
-        found = frames.made_for(candidate, name, code)
+        found = stack.made_for(candidate, name, code)
         if found is not None:
             return found
     return None

@@ -26,7 +26,7 @@ from recompile_cli.session.model import Event, HookMode, Session
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
-    from recompile_cli.api import RecompileReport
+    from recompile_cli.api.report import RecompileReport
     from recompile_cli.capture.forecast import Forecaster
     from recompile_cli.capture.runner import Outcome, Progress
     from recompile_cli.inputs.spec import Spec
@@ -81,7 +81,7 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
             that ``fn`` does not have.
     """
     from recompile_cli.analysis.report import analyse
-    from recompile_cli.api import RecompileReport
+    from recompile_cli.api.report import RecompileReport
     from recompile_cli.capture import runner
     from recompile_cli.capture.forecast import Forecaster
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from recompile_cli.analysis import predict
+from recompile_cli.analysis.advice import predict
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture.jax_internals import jax_version
+from recompile_cli.capture.jax.hooks import jax_version
 
 
 def is_registered(kind: str, callback: Callable[..., None]) -> bool | None:

@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
 from recompile_cli.analysis.sweeps import sweeps
-from recompile_cli.render import charts, compile_cost, merged
+from recompile_cli.render import compile_cost, merged
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
 from recompile_cli.render.headline import headline
+from recompile_cli.render.html import charts
+from recompile_cli.render.html.timeline import timeline
 from recompile_cli.render.table import (
     SAY_NOTHING_AT_ZERO,
     Table,
@@ -47,7 +49,6 @@ from recompile_cli.render.table import (
     hidden_functions,
     warnings,
 )
-from recompile_cli.render.timeline import timeline
 from recompile_cli.session.locations import relative_in
 from recompile_cli.session.model import Owner
 

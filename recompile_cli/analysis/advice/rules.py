@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recompile_cli.analysis import advice, padding
-from recompile_cli.analysis.causes import AUX_DATA, PRINTS_SAME_UNEQUAL, STATIC_FIELD
-from recompile_cli.analysis.groups import (
+from recompile_cli.analysis.advice import padding, texts
+from recompile_cli.analysis.advice.groups import (
     Advice,
     Group,
     callable_text,
@@ -26,6 +25,7 @@ from recompile_cli.analysis.groups import (
     recreated,
     structural,
 )
+from recompile_cli.analysis.causes import AUX_DATA, PRINTS_SAME_UNEQUAL, STATIC_FIELD
 from recompile_cli.session.model import CauseCode
 
 C = CauseCode
@@ -163,7 +163,7 @@ def _always(g: Group) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule("prng_key_type", frozenset({C.SHAPE, C.DTYPE}),
          "a PRNG key that was a typed key (`key<impl>`) in some calls and a raw uint32 key or a "
-         "key of another implementation in others", _key_types, advice.prng_keys,
+         "key of another implementation in others", _key_types, texts.prng_keys,
          "every raw key of the function as a typed key of the one implementation seen"),
     Rule("pad_dimension", frozenset({C.SHAPE}),
          "a numeric array of data (not a PRNG key, a model's parameter or an optimizer's state) "
@@ -175,53 +175,53 @@ RULES: tuple[Rule, ...] = (
          "a numeric array of data that arrived with different ranks", _ranks,
          padding.change_rank),
     Rule("cast_dtype", frozenset({C.DTYPE}), "a numeric array that arrived with different dtypes",
-         _dtypes, advice.dtype, "the argument cast to the dtype seen first"),
+         _dtypes, texts.dtype, "the argument cast to the dtype seen first"),
     Rule("weak_type", frozenset({C.WEAK_TYPE}),
          "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
-         "and not in others; one advice per function", lambda g: bool(advice.weak_paths(g)),
-         advice.weak_types, "every such leaf given a dtype where it is made"),
+         "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
+         texts.weak_types, "every such leaf given a dtype where it is made"),
     Rule("static_function", frozenset({C.STATIC_VALUE}),
          "a static value that is (or holds) a function object and differs only by memory "
          "addresses or prints the same but compares unequal (re-created each call)",
-         _functions, advice.static_function, "one function object kept"),
+         _functions, texts.static_function, "one function object kept"),
     Rule("static_identity", frozenset({C.STATIC_VALUE}),
          "a static value whose values print the same but compare unequal (identity `__eq__`)",
-         _same_text, advice.static_identity, "one instance kept (or value equality)"),
+         _same_text, texts.static_identity, "one instance kept (or value equality)"),
     Rule("static_object", frozenset({C.STATIC_VALUE}),
          "a static value, not a function, that differs only by a memory address, or whose type "
-         "compares by identity (re-created objects)", _new_objects, advice.static_object,
+         "compares by identity (re-created objects)", _new_objects, texts.static_object,
          "one instance kept (or value equality)"),
     Rule("static_number", frozenset({C.STATIC_VALUE}),
          "a static value whose values are all Python numbers or booleans (strings, tuples and "
-         "other values get no advice)", _numbers, advice.static_number,
+         "other values get no advice)", _numbers, texts.static_number,
          "the whole static argument passed traced"),
     Rule("field_object", frozenset({C.TREE_STRUCTURE}),
          "static data (a static field, aux data, or the whole structure) whose values differ "
          "only by memory addresses, or print the same but compare unequal (an object rebuilt "
-         "each call)", _field_objects, advice.field_object, "one object kept"),
+         "each call)", _field_objects, texts.field_object, "one object kept"),
     Rule("mode_flag", frozenset({C.TREE_STRUCTURE}),
          "a static field or attribute whose values are booleans or None (a train/eval flag)",
-         _mode, advice.mode_flag),
+         _mode, texts.mode_flag),
     Rule("field_value", frozenset({C.TREE_STRUCTURE}),
          "any other static field, attribute or aux data that took new values", _field,
-         advice.field_value),
+         texts.field_value),
     Rule("none_or_array", frozenset({C.TREE_STRUCTURE}),
          "data that was None in some calls and an array in others", _none_or_array,
-         advice.none_or_array),
+         texts.none_or_array),
     Rule("containers", frozenset({C.TREE_STRUCTURE}),
          "containers of data that changed (keys added or removed, lists that grow), not a "
-         "model's or an optimizer's", _containers, advice.containers),
+         "model's or an optimizer's", _containers, texts.containers),
     Rule("same_passing", frozenset({C.ARG_PASSING}),
          "the same arguments passed positionally in some calls and by keyword in others (not "
-         "an argument left to its default)", _same_arguments, advice.passing,
+         "an argument left to its default)", _same_arguments, texts.passing,
          "every argument passed the same way"),
     Rule("new_function", frozenset({C.NEW_FUNCTION}), "a new function object with the same code",
-         _always, advice.new_function, "one function object kept"),
+         _always, texts.new_function, "one function object kept"),
     Rule("tracing_context", frozenset({C.TRACING_CONTEXT}),
-         "a config flag or context manager that changed", _always, advice.context),
+         "a config flag or context manager that changed", _always, texts.context),
     Rule("placement", frozenset({C.SHARDING}),
          "a compile without a re-trace for a new placement, sharding or donation", _always,
-         advice.sharding),
+         texts.sharding),
 )
 
 PER_FUNCTION = frozenset({C.WEAK_TYPE})  # codes advised once per function, over all paths

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from recompile_cli.exits import ExitCode
-from recompile_cli.guard_errors import GuardBlinded
+from recompile_cli.guards.errors import GuardBlinded
 
 _PROGRAM = "recompile_cli.guards"
 

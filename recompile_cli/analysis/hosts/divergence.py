@@ -23,7 +23,7 @@ from typing import Any
 
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import explain_events
-from recompile_cli.analysis.merge import Part
+from recompile_cli.analysis.hosts.merge import Part
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Event, Owner, function_key
 from recompile_cli.session.structures import treedef_text

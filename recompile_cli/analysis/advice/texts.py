@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from recompile_cli.analysis import predict
-from recompile_cli.analysis.groups import (
+from recompile_cli.analysis.advice import predict
+from recompile_cli.analysis.advice.groups import (
     KEY_WORDS,
     Advice,
     Group,

@@ -29,21 +29,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from recompile_cli import options
-from recompile_cli.api_report import (
-    Frames,
-    RecompileReport,
-    compile_limits,
-    gated,
-    to_pandas,
-)
-from recompile_cli.session.files import load_session, save_session
+from recompile_cli.api.report import RecompileReport
 from recompile_cli.session.model import HookMode, Session
 
 if TYPE_CHECKING:
     from recompile_cli.capture.recorder import Recorder
 
-__all__ = ["Frames", "RecompileReport", "Recording", "analyse", "compile_limits", "gated",
-           "load_session", "record", "save_session", "to_pandas"]
+__all__ = ["Recording", "analyse", "record"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -140,7 +132,7 @@ class Recording:
         """False when the recorded program removed the recorder's ``jax.monitoring``
         listeners (``jax.monitoring.clear_event_listeners()``), so that compiles after that
         were not seen; True otherwise (also when unknown, or not running)."""
-        from recompile_cli.capture.jax_internals_listeners import is_registered
+        from recompile_cli.capture.jax.listeners import is_registered
 
         recorder = self._recorder
         return recorder is None or is_registered("event_duration",

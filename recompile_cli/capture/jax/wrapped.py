@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from recompile_cli.capture import pytrees
+from recompile_cli.capture.jax import pytrees
 from recompile_cli.session.structures import FUNCTION, node_map_text
 
 

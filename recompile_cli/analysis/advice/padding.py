@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from recompile_cli.analysis import predict
-from recompile_cli.analysis.groups import Advice, Group, listed, numeric_dtype
+from recompile_cli.analysis.advice import predict
+from recompile_cli.analysis.advice.groups import Advice, Group, listed, numeric_dtype
 
 # Padding advice whose extra work is absurd is dropped, not printed: a bucketing option is left
 # out when padding would compute more than MAX_OVERHEAD times the elements the calls really

@@ -65,10 +65,11 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from recompile_cli import guard_config, options
+from recompile_cli import options
 from recompile_cli.exits import ExitCode
-from recompile_cli.guard_config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
-from recompile_cli.guard_errors import (
+from recompile_cli.guards import config as guard_config
+from recompile_cli.guards.config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
+from recompile_cli.guards.errors import (
     GuardBlinded,
     GuardBlindWarning,
     GuardViolation,
@@ -77,7 +78,7 @@ from recompile_cli.guard_errors import (
     UnmatchedBudgetWarning,
     inert,
 )
-from recompile_cli.guard_watch import Watch, arm, disarm, innermost_user_frame
+from recompile_cli.guards.watch import Watch, arm, disarm, innermost_user_frame
 from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
@@ -270,7 +271,7 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
         check_hosts: in a multi-process job, check at each compile that every process
             compiles the same program, waiting ``host_timeout`` seconds for them; the compiling
             call raises ``HostsDiverged`` when they do not, and a process stopped by a peer
-            while it waits in a collective exits 3 (``recompile_cli.host_guard``). A bool.
+            while it waits in a collective exits 3 (``recompile_cli.guards.hosts``). A bool.
         host_timeout: seconds, a number above 0 and at most 86400 (checked even when
             ``check_hosts`` is False).
 
@@ -317,7 +318,7 @@ def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
 # -- python -m recompile_cli.guards SCRIPT [ARGS] ------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
-    from recompile_cli.guard_script import run_script
+    from recompile_cli.guards.script import run_script
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -326,10 +327,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.OK if args else ExitCode.BAD_INPUT
     return run_script(args, install_guard)
 
-
-if __name__ == "__main__":
-    # ``-m`` runs a second copy of this file, with classes of its own: run the importable
-    # module's, so the script meets the ``RecompileLimitExceeded`` it can catch and filter.
-    from recompile_cli.guards import main as _main
-
-    sys.exit(_main())

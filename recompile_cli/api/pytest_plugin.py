@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from recompile_cli.api import RecompileReport
+    from recompile_cli.api.report import RecompileReport
 
 MARKER = "max_compiles"
 
@@ -34,7 +34,7 @@ class Recompiles:
     """
 
     def __init__(self, name: str) -> None:
-        from recompile_cli.api import Recording
+        from recompile_cli.api.recording import Recording
 
         self._recording = Recording(name)
         self._recording.__enter__()
@@ -67,7 +67,7 @@ class Recompiles:
         return self.report.causes(function)
 
     def assert_max_compiles(self, n: int | None = None, **per_function: int) -> None:
-        from recompile_cli.api import gated
+        from recompile_cli.api.report import gated
 
         checked, unmatched = gated(self.report, n, per_function)
         messages = _messages(checked) + unmatched
@@ -98,8 +98,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return (yield)
-    from recompile_cli.api import compile_limits, gated
-    from recompile_cli.guard_errors import UnmatchedBudgetWarning
+    from recompile_cli.api.report import compile_limits, gated
+    from recompile_cli.guards.errors import UnmatchedBudgetWarning
 
     limit = marker.args[0] if marker.args else None
     usage = None

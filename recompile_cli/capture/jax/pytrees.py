@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from recompile_cli.capture.equality import type_name
+from recompile_cli.capture.jax.equality import type_name
 from recompile_cli.session.structures import (
     ATTR,
     AUX,

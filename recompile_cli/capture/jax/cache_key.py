@@ -34,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recompile_cli.capture import cache_key_text, frames, jax_patching, module_constants
+from recompile_cli.capture import cache_key_text, stack
+from recompile_cli.capture.jax import module_constants, patching
 from recompile_cli.capture.process import configured_cache_dir
 from recompile_cli.session.cache_key import CacheKeyInfo, CacheMissReason, pairs
 from recompile_cli.session.model import CacheOutcome, Owner
@@ -108,7 +109,7 @@ class KeyHooks:
         problems = []
         self._active = False
         for name, (module, original) in self._originals.items():
-            problem = jax_patching.restore(
+            problem = patching.restore(
                 module, name, original, lambda now: getattr(now, "__self__", None) is self)
             if problem:
                 problems.append(problem)
@@ -301,7 +302,7 @@ def xla_flags() -> list[str]:
 
 
 def _is_user_file(path: str) -> bool:
-    return frames.owner_of(path) != Owner.JAX and "site-packages" not in path
+    return stack.owner_of(path) != Owner.JAX and "site-packages" not in path
 
 
 def _jaxlib_version() -> str:

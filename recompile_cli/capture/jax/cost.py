@@ -11,7 +11,7 @@ the MLIR bindings; absent pieces are feature-detected and left out):
   bodies of ``scan``/``while``/``cond``/``remat`` and nested jits walked once each, as JAX's own
   ``jaxpr_util.pprof_equation_profile`` counts them (``JAX_DUMP_IR_MODES=eqn_count_pprof``);
 * ``eqn.source_info.traceback.raw_frames()``: the code objects on the stack that made each
-  equation, of which the first of the user's (``frames.is_user_file``) names its line; a body
+  equation, of which the first of the user's (``stack.is_user_file``) names its line; a body
   equation with no user frame takes its caller's line (JAX appends the caller's traceback);
 * ``ClosedJaxpr.consts`` (and array literals): the constants baked into the program;
 * ``MeshComputation._hlo`` (an ``ir.Module``) walked with ``Operation.walk``: its operations.
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture import cost_lines, frames
+from recompile_cli.capture import cost_lines, stack
 from recompile_cli.session.model import CompileCost, ConstantCost, function_key
 
 EQUATION_LIMIT = 50_000  # equations attributed to lines; the rest are only counted
@@ -34,7 +34,7 @@ MODULE_OP_LIMIT = 200_000  # lowered operations counted before giving up (module
 _JIT_PRIMITIVES = frozenset({"pjit", "jit", "closed_call", "core_call"})
 _UNKNOWN = cost_lines.UNKNOWN
 
-# code object -> is it the user's (frames.is_user_file on its file): a few hundred codes per run
+# code object -> is it the user's (stack.is_user_file on its file): a few hundred codes per run
 _USER_CODE: dict[Any, bool] = {}
 
 
@@ -122,7 +122,7 @@ class _Walk:
         for code, lasti in zip(codes, lastis, strict=False):
             user = _USER_CODE.get(code)
             if user is None:
-                user = _USER_CODE[code] = frames.is_user_file(code.co_filename)
+                user = _USER_CODE[code] = stack.is_user_file(code.co_filename)
             if user:
                 key = (code, lasti)
                 text = self._codes.get(key)
@@ -139,7 +139,7 @@ def _user_function(jaxpr: Any) -> str | None:
     if not isinstance(source, str) or " at " not in source:
         return None
     name, _, where = source.rpartition(" at ")
-    if not frames.is_user_file(cost_lines.path_part(where)):
+    if not stack.is_user_file(cost_lines.path_part(where)):
         return None
     return function_key(name, where)
 
@@ -215,7 +215,7 @@ def _variable_of(value: Any, where: str | None, fun: Any) -> tuple[str, str] | N
     except Exception:
         return None
     candidates: list[tuple[str, Any, str]] = []
-    inner = frames.python_function(fun) if fun is not None else None
+    inner = stack.python_function(fun) if fun is not None else None
     code = getattr(inner, "__code__", None)
     cells = getattr(inner, "__closure__", None) or ()
     if code is not None:

@@ -1,0 +1,1 @@
+"""The JAX-internals layer: the only code that imports ``jax._src``."""
