@@ -15,7 +15,7 @@ from pathlib import Path
 
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import explain_events
-from recompile_cli.analysis.report import Report, analyse
+from recompile_cli.analysis.report import Report, build_report
 from recompile_cli.session.model import (
     Change,
     Environment,
@@ -166,7 +166,7 @@ def hostile_report() -> Report:
     events.append(f32_event(3, f"{SCRIPT}{ESC}\u202e", error=TraceError(
         "Boom" + ESC, f"msg\n::error::injected %0A <b>{BEL}", "x|y")))
     events.append(f32_event(4, "-2+3+cmd|' /C calc'!A0", start=-0.5, call_site="+1.py:2"))
-    return analyse(session(events, target=f"prog.py:f|`{SCRIPT}\x1b]0;title{BEL}",
+    return build_report(session(events, target=f"prog.py:f|`{SCRIPT}\x1b]0;title{BEL}",
                            warnings=(f"warn\n::error::w {SCRIPT}",),
                            target_exception="Ex\x1b[2J\n::error file=a::boom"))
 
@@ -178,7 +178,7 @@ def missing_locations_report() -> Report:
               f32_event(2, "lost", n=5, error=TraceError("TypeError", "bad", None)),
               f32_event(3, "found", n=3, defined_at="/p/found.py:1", call_site="/p/main.py:9"),
               f32_event(4, "found", n=4, defined_at="/p/found.py:1", call_site="/p/main.py:9")]
-    return analyse(session(events))
+    return build_report(session(events))
 
 
 def many_rows_report() -> Report:
@@ -192,7 +192,7 @@ def many_rows_report() -> Report:
                                     defined_at=f"/p/{name}.py:1",
                                     call_site=f"/p/main.py:{line}"))
             seq += 1
-    return analyse(session(events))
+    return build_report(session(events))
 
 
 def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:

@@ -161,7 +161,7 @@ def event_cost(event: Event) -> float:
     return trace + event.lower_seconds + event.compile_seconds
 
 
-def analyse(session: Session) -> Report:
+def build_report(session: Session) -> Report:
     """The session analysed: each event's causes, the function rows, the cause table, the
     totals and the suggestions."""
     causes = explain_by_process(session.events, session.base_context)

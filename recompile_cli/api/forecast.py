@@ -80,7 +80,7 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
             for a function that is already jitted (they would not apply), or naming a parameter
             that ``fn`` does not have.
     """
-    from recompile_cli.analysis.report import analyse
+    from recompile_cli.analysis.report import build_report
     from recompile_cli.api.report import RecompileReport
     from recompile_cli.capture import runner
     from recompile_cli.capture.forecast import Forecaster
@@ -95,7 +95,7 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
     label = getattr(fn, "__qualname__", None) or repr(fn)
     outcome = runner.profile_function(fn, label, spec, jit_options, keep_going, run)
     done = _finished(outcome, forecaster, spec, warm)
-    return RecompileReport(analyse(done.outcome.session))
+    return RecompileReport(build_report(done.outcome.session))
 
 
 def _check_jit_options(fn: Callable[..., Any], jit_options: dict[str, Any]) -> None:
@@ -152,9 +152,9 @@ def coverage_notes(session: Session, spec: Spec, warmup_calls: int) -> list[str]
     """One line per compile of the workload after the first ``warmup_calls`` calls of ``spec``
     (the warm-up's): a signature the warm-up does not cover, the call that first needs it, and
     why (its cause)."""
-    from recompile_cli.analysis.report import analyse
+    from recompile_cli.analysis.report import build_report
 
-    report = analyse(session)
+    report = build_report(session)
     missed = [e for e in session.events if e.compiled and e.depth == 0
               and e.call_index is not None and e.call_index >= warmup_calls]
     if not missed:

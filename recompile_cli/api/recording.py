@@ -43,14 +43,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 def analyse(session: Session) -> RecompileReport:
     """Analyse a session (recorded, or loaded with ``load_session``): causes, per-function
     totals, the cost-ranked cause table and suggestions, as the command line reports them."""
-    from recompile_cli.analysis.report import analyse as analyse_session
+    from recompile_cli.analysis.report import build_report
 
     if not isinstance(session, Session):
         hint = (f" (a path? load it first: recompile_cli.load_session({session!r}))"
                 if isinstance(session, (str, os.PathLike)) else "")
         raise TypeError("analyse(session) takes a Session, from record() or "
                         f"load_session(path); got {type(session).__name__}{hint}")
-    return RecompileReport(analyse_session(session))
+    return RecompileReport(build_report(session))
 
 
 class Recording:

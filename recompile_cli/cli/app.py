@@ -232,7 +232,7 @@ def report(
     fmt: FormatOption = None, output_path: OutputOption = None, show_all: AllOption = False,
 ) -> None:
     """Render a saved session again, in any format, without running anything."""
-    from recompile_cli.analysis.report import analyse
+    from recompile_cli.analysis.report import build_report
     from recompile_cli.session.files import load_session
 
     problems = Problems()
@@ -241,7 +241,7 @@ def report(
                             show_all)
         output.check_report_files(files)
         loaded = load_session(session)
-    output.emit_report(analyse(loaded), files, problems)
+    output.emit_report(build_report(loaded), files, problems)
     raise typer.Exit(output.exit_code(None, None, True, problems))
 
 
@@ -260,14 +260,14 @@ def diff(
     why the persistent compilation cache keys changed."""
     from recompile_cli.analysis.cache_keys import diff_sessions
     from recompile_cli.analysis.compare import diff_reports
-    from recompile_cli.analysis.report import analyse
+    from recompile_cli.analysis.report import build_report
     from recompile_cli.render import cache_keys
     from recompile_cli.render.diff import regression_text, render_diff
     from recompile_cli.session.files import load_session
 
     with user_errors():
         old_session, new_session = load_session(old), load_session(new)
-        changes, new_causes = diff_reports(analyse(old_session), analyse(new_session))
+        changes, new_causes = diff_reports(build_report(old_session), build_report(new_session))
         keys = diff_sessions(old_session, new_session)
     if fmt == DiffFormat.json:
         output.echo(cache_keys.diff_json(changes, new_causes, keys, str(old), str(new)), nl=False)

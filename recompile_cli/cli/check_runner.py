@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recompile_cli import exits
-from recompile_cli.analysis.report import Report, analyse
+from recompile_cli.analysis.report import Report, build_report
 from recompile_cli.capture import runner
 from recompile_cli.capture.runner import Outcome
 from recompile_cli.exits import ExitCode
@@ -37,7 +37,7 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE
                 outcome = _run(target, spec, hook_mode)
             except exits.INTERRUPTIONS as exc:  # a signal deferred before the target started
                 return runs, exits.interruption_code(exc)
-            report = analyse(outcome.session)
+            report = build_report(outcome.session)
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
                           steady_state_of=steady_of)

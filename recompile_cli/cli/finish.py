@@ -74,7 +74,7 @@ def needs_baseline(compile_regression: float | None, baseline: Path | None) -> N
 
 def finish(outcome: Outcome, request: Request) -> None:
     """Analyse, print and write the report, evaluate the gates, and exit with the code."""
-    from recompile_cli.analysis.report import analyse
+    from recompile_cli.analysis.report import build_report
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gated, evaluate
 
@@ -84,8 +84,8 @@ def finish(outcome: Outcome, request: Request) -> None:
                       save_baseline=output.for_process(request.save_baseline, env))
     problems = Problems()
     with exits.deferred_signals() as received:
-        output.save_session(outcome.session, request.files.save, problems)
-        report = analyse(outcome.session)
+        output.write_session(outcome.session, request.files.save, problems)
+        report = build_report(outcome.session)
         output.emit_report(report, request.files, problems)
         if request.save_baseline is not None:
             output.write_file(request.save_baseline, baselines.baseline_text([report]),

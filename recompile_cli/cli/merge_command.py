@@ -72,7 +72,7 @@ def merge(
         _check_distinct_files(reports)
         merged = merge_reports([(str(path), load_session(path)) for path in reports])
     comparison = compare(merged.parts)
-    output.save_session(merged.session, save_to, problems)
+    output.write_session(merged.session, save_to, problems)
     if to is not None and file_format is not None:
         written = output.write_file(to, render(merged, comparison, file_format),
                                     "merge report", problems)

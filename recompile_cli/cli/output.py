@@ -215,7 +215,7 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
     _step_summary(lambda: text("markdown"))
 
 
-def save_session(session: Session, path: Path | None, problems: Problems) -> None:
+def write_session(session: Session, path: Path | None, problems: Problems) -> None:
     """``--save``: the session alone, written before any analysis, so that nothing recorded is
     lost whatever happens next."""
     from recompile_cli.session.files import session_text

@@ -149,7 +149,7 @@ class Watch:
     def _explain(self, compiled: Event, key: str, count: int, limit: int,
                  user_frame: types.FrameType | None) -> GuardViolation:
         """Analyse this function's events (the CLI's analysis) to explain the compile."""
-        from recompile_cli.analysis.report import analyse
+        from recompile_cli.analysis.report import build_report
         from recompile_cli.gate.evaluate import describe
         from recompile_cli.guards.errors import inert
 
@@ -163,7 +163,7 @@ class Watch:
             return replace(violation, compiles=count, message=inert(message))
         session = self.recorder.snapshot()
         events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
-        report = analyse(replace(session, events=tuple(events)))
+        report = build_report(replace(session, events=tuple(events)))
         event = _event_of(events, compiled)
         cause = report.primary(event)
         call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"

@@ -14,7 +14,7 @@ from jax_support import requires_private_hooks
 import recompile_cli
 from recompile_cli.analysis.dataframes import EVENT_COLUMNS
 from recompile_cli.analysis.report import CAUSE_COLUMNS, FUNCTION_COLUMNS
-from recompile_cli.analysis.report import analyse as cli_analyse
+from recompile_cli.analysis.report import build_report as cli_analyse
 from recompile_cli.render import render
 
 

@@ -15,7 +15,7 @@ from builders import ENV, f32_event, session
 from helpers import SAMPLES
 
 from recompile_cli import __version__
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.evaluate import Gated, Gates, evaluate
 from recompile_cli.session.files import save_session
 
@@ -141,15 +141,15 @@ def gate(report, **gates):
 
 
 def test_plurals_in_gate_messages():
-    report = analyse(session(_compiles(1)))
+    report = build_report(session(_compiles(1)))
     [violation] = gate(report, max_compiles=0).every_violation
     assert violation.message.startswith("step: 1 compile, budget 0.")
-    report = analyse(session(_compiles(2)))
+    report = build_report(session(_compiles(2)))
     [violation] = gate(report, max_compiles=1).every_violation
     assert violation.message.startswith("step: 2 compiles, budget 1.")
     [violation] = gate(report, fail_on=("shape",)).violations
     assert violation.message.startswith("step: 1 event with cause shape")
-    [violation] = gate(analyse(session(_compiles(3))), fail_on=("shape",)).violations
+    [violation] = gate(build_report(session(_compiles(3))), fail_on=("shape",)).violations
     assert violation.message.startswith("step: 2 events with cause shape")
 
 
@@ -161,7 +161,7 @@ def test_to_pandas_columns_are_the_csv_columns(cli, tmp_path):
     saved = _saved(tmp_path, "s.json", _compiles(3))
     out = tmp_path / "tables"
     assert cli("report", saved, "--format", "csv", "--output", out).exit_code == 0
-    frames = to_pandas(analyse(session(_compiles(3))))
+    frames = to_pandas(build_report(session(_compiles(3))))
     for name in ("functions", "events", "causes"):
         assert list(pd.read_csv(out / f"{name}.csv").columns) == list(
             getattr(frames, name).columns), name

@@ -9,7 +9,7 @@ from jax._src import monitoring as jax_monitoring
 from jax._src import pjit
 from jax_support import requires_private_hooks
 
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.capture.jax import hooks, signatures
 from recompile_cli.capture.recorder import Recorder
 
@@ -65,7 +65,7 @@ def test_nothing_of_ours_runs_on_cache_hits(monkeypatch):
             f(x)
         f(x).block_until_ready()
         assert after_first > 0 and len(calls) == after_first
-    report = analyse(recorder.session)
+    report = build_report(recorder.session)
     [row] = [f for f in report.functions if f.name == "<lambda>"]
     assert (row.traces, row.compiles) == (1, 1)
 

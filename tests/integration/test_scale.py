@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import synthetic
 
 from recompile_cli.analysis.dataframes import events_frame
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.render import render
 from recompile_cli.render.html import MAX_EVENT_ROWS
 from recompile_cli.render.html.timeline import MAX_EXACT_EVENTS, MAX_ROWS, WIDTH
@@ -29,7 +29,7 @@ from recompile_cli.session.model import Session
 
 @pytest.fixture(scope="module")
 def large():
-    return analyse(synthetic.build(5_000, functions=50))
+    return build_report(synthetic.build(5_000, functions=50))
 
 
 def _renamed(session: Session, name: str) -> Session:
@@ -61,21 +61,21 @@ def test_html_timeline_sums_marks_per_pixel_column(large):
 
 
 def test_html_page_size_does_not_grow_with_the_run():
-    small = len(render(analyse(synthetic.build(4_000, functions=20)), "html"))
-    big = len(render(analyse(synthetic.build(12_000, functions=20)), "html"))
+    small = len(render(build_report(synthetic.build(4_000, functions=20)), "html"))
+    big = len(render(build_report(synthetic.build(12_000, functions=20)), "html"))
     assert big < small * 1.2
 
 
 def test_summed_timeline_escapes_names_in_labels_and_tooltips():
     session = _renamed(synthetic.build(MAX_EXACT_EVENTS + 500, functions=5), "<img src=x>")
-    page = render(analyse(session), "html")
+    page = render(build_report(session), "html")
     assert "<img" not in page
     assert "&lt;img src=x&gt;fn_0" in page.split('<svg id="timeline"')[1]
 
 
 def test_timeline_shares_one_row_among_functions_beyond_the_limit():
     session = synthetic.build(MAX_ROWS * 3, functions=MAX_ROWS * 3)
-    page = render(analyse(session), "html", show_all=True)
+    page = render(build_report(session), "html", show_all=True)
     svg = page.split('<svg id="timeline"')[1].split("</svg>")[0]
     assert svg.count('class="label"') == MAX_ROWS
     assert "other functions" in svg
@@ -117,7 +117,7 @@ def test_json_report_events_are_the_saved_session_events_plus_their_analysis(lar
     says, plus kind, cause and causes, and the compile cost's two headline numbers."""
     from recompile_cli.session.files import load_session, session_to_dict
 
-    report = large if source == "synthetic" else analyse(
+    report = large if source == "synthetic" else build_report(
         load_session(Path(__file__).resolve().parents[1] / "data" / "session.json"))
     written = json.loads(render(report, "json"))["events"]
     saved = json.loads(json.dumps(session_to_dict(report.session)["events"]))

@@ -9,13 +9,13 @@ import pytest
 from builders import f32_event, session
 
 from recompile_cli.analysis.compare import FunctionTotals
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.errors import BudgetError
 from recompile_cli.gate.baseline import BASELINE_KIND, load_baseline, save_baseline
 
 
 def test_a_saved_baseline_reads_back(tmp_path):
-    report = analyse(session([f32_event(0, "step", n=3, defined_at="prog.py:3"),
+    report = build_report(session([f32_event(0, "step", n=3, defined_at="prog.py:3"),
                               f32_event(1, "step", n=4, defined_at="prog.py:3")]))
     path = tmp_path / "base.json"
     save_baseline([report], path)

@@ -13,7 +13,7 @@ from builders import event, session
 
 from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.compile_cost import NO_PRIVATE_HOOKS, analyse_cost, size_text
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.capture import cost_lines
 from recompile_cli.errors import BudgetError, SessionFileError
 from recompile_cli.gate.against_baseline import NOISE_FLOOR_SECONDS, compile_regressions
@@ -106,7 +106,7 @@ def test_a_capped_attribution_is_said():
     from recompile_cli.render.compile_cost import section, summary
 
     capped = dataclasses.replace(COST, equations=90_000, walked=50_000)
-    (line,) = summary(section(analyse(session([costed(cost=capped)]))))
+    (line,) = summary(section(build_report(session([costed(cost=capped)]))))
     assert line.endswith("; lines attributed for the first 50,000 equations only (a bound on the "
                          "work for huge programs)")
     assert "90,000 equations" in line
@@ -133,7 +133,7 @@ def test_the_cost_survives_a_save_and_load(tmp_path):
 
 
 def test_json_and_csv_carry_equations_and_the_lines():
-    report = analyse(session([costed(), event(seq=1, function="other")]))
+    report = build_report(session([costed(), event(seq=1, function="other")]))
     data = json_report.to_dict(report)
     assert [(e["equations"], e["constants_bytes"]) for e in data["events"]] == [
         (1204, 16 << 20), (None, None)]
@@ -150,7 +150,7 @@ def test_json_and_csv_carry_equations_and_the_lines():
 def test_the_human_formats_have_the_section(fmt):
     from recompile_cli.render import html, table
 
-    report = analyse(session([costed()]))
+    report = build_report(session([costed()]))
     text = {"table": table.render, "markdown": table.render_markdown,
             "html": html.render}[fmt](report)
     assert "Compile cost" in text and "1,204 equations" in text
@@ -164,7 +164,7 @@ def test_max_equations_budget(tmp_path):
                     "      step: {max_equations: 1000}\n")
     (budget,) = load_budget_file(path).targets[0].budgets
     assert budget.max_equations == 1000
-    report = analyse(session([costed()]))
+    report = build_report(session([costed()]))
     result = evaluate([Gated("prog.py", report, Gates(budgets=(budget,)))])
     (row,) = result.rows
     assert (row.equations, row.max_equations, row.status) == (1204, 1000, "FAIL")
@@ -195,7 +195,7 @@ def test_compile_regression_compares_equations_and_seconds():
                                10) != []
     baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"},
                         {"heavy.py:step": before})
-    report = analyse(session([costed()]))
+    report = build_report(session([costed()]))
     held = evaluate([Gated("p", report)], baseline, compile_regression=1e9)
     assert held.held
     failed = evaluate([Gated("p", report)], baseline, compile_regression=0)
@@ -204,11 +204,11 @@ def test_compile_regression_compares_equations_and_seconds():
 
 
 def test_baselines_and_diff_keep_the_equations(tmp_path):
-    report = analyse(session([costed()]))
+    report = build_report(session([costed()]))
     path = tmp_path / "base.json"
     save_baseline([report], path)
     assert load_baseline(path).functions["heavy.py:step"] == FunctionTotals(1, 1, 2.0, 1204)
-    smaller = analyse(session([costed(cost=dataclasses.replace(COST, equations=602))]))
+    smaller = build_report(session([costed(cost=dataclasses.replace(COST, equations=602))]))
     changes, _ = diff_reports(smaller, report)
     assert changes[0].equations == (602, 1204)
     assert "602 -> 1,204 (+100%)" in render_diff(changes, [], "a", "b")
@@ -216,7 +216,7 @@ def test_baselines_and_diff_keep_the_equations(tmp_path):
 
 def public_only(events):
     env = Environment("0.4.30", "3.11", "cpu", HookMode.PUBLIC_ONLY)
-    return analyse(dataclasses.replace(session(events), environment=env))
+    return build_report(dataclasses.replace(session(events), environment=env))
 
 
 @pytest.mark.parametrize("strict", [False, True])
@@ -269,8 +269,8 @@ def test_compile_regression_says_when_equations_were_not_compared(strict):
 
 
 def test_diff_shows_equations_a_run_did_not_record_as_a_dash():
-    old = analyse(session([event(function="step", defined_at="heavy.py:12")]))
-    changes, _ = diff_reports(old, analyse(session([costed()])))
+    old = build_report(session([event(function="step", defined_at="heavy.py:12")]))
+    changes, _ = diff_reports(old, build_report(session([costed()])))
     assert changes[0].equations == (None, 1204)
     text = render_diff(changes, [], "old.json", "new.json")
     assert text.splitlines()[-1].endswith("  - -> 1,204")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import recompile_cli
 from recompile_cli import options
-from recompile_cli.analysis.report import analyse as analyse_session
+from recompile_cli.analysis.report import build_report as analyse_session
 from recompile_cli.api import RecompileReport, Recording, to_pandas
 from recompile_cli.guards import ENV_VAR, parse_guard_spec
 from recompile_cli.guards.errors import (

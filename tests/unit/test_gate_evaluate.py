@@ -9,7 +9,7 @@ import pytest
 from builders import event, leaf, numbered, session, sig
 
 from recompile_cli.analysis.compare import FunctionTotals, diff_reports
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
 from recompile_cli.gate.evaluate import Gated, Gates, evaluate
@@ -17,7 +17,7 @@ from recompile_cli.session.model import Event
 
 
 def report_of(*events: Event, calls: dict[str, int] | None = None):
-    return analyse(session(list(events), target="prog.py", wall_seconds=1.0, calls=calls or {}))
+    return build_report(session(list(events), target="prog.py", wall_seconds=1.0, calls=calls or {}))
 
 
 def three_shapes(function: str = "step"):

@@ -8,7 +8,7 @@ import re
 
 from builders import SCRIPT, f32_event, hostile_report, many_rows_report, session
 
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.api import RecompileReport
 from recompile_cli.render import render
 from recompile_cli.session.model import CaptureScope, StaleCapture
@@ -23,7 +23,7 @@ def stale_capture_report():
     stale = StaleCapture("step", where, "scale", CaptureScope.GLOBAL, "2.0", "3.0")
     events = [f32_event(0, "step", n=3, defined_at=where),
               f32_event(1, "step", n=4, defined_at=where)]
-    return analyse(session(events, warnings=("the run was interrupted",),
+    return build_report(session(events, warnings=("the run was interrupted",),
                            stale_captures=(stale,)))
 
 
@@ -107,7 +107,7 @@ def test_a_public_only_page_says_so_first():
 
     events = [f32_event(0, "step", n=3), f32_event(1, "step", n=4)]
     old_jax = replace(ENV, hook_mode="public-only", jax_version="0.4.30")
-    report = analyse(replace(session(events), environment=old_jax))
+    report = build_report(replace(session(events), environment=old_jax))
     page = render(report, "html")
     note = ('<p class="mode">public-only mode (JAX 0.4.30 lacks the internals of JAX &gt;= 0.9)'
             ": counts and times only; causes are unknown")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from recompile_cli.analysis.hosts.divergence import compare
 from recompile_cli.analysis.hosts.merge import merge_reports
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.cli import output
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Rule, Violation
 from recompile_cli.render import escape, render
@@ -59,7 +59,7 @@ def gate() -> GateResult:
 
 
 def markdown_outputs() -> dict[str, str]:
-    report = analyse(hostile_session())
+    report = build_report(hostile_session())
     merged = merge_reports([("a.json", hostile_session(0)), ("b.json", hostile_session(1))])
     return {"report": render(report, "markdown", True),
             "gate": gate_summary(gate(), markdown=True),
@@ -67,7 +67,7 @@ def markdown_outputs() -> dict[str, str]:
 
 
 def terminal_outputs() -> dict[str, str]:
-    report = analyse(hostile_session())
+    report = build_report(hostile_session())
     merged = merge_reports([("a.json", hostile_session(0)), ("b.json", hostile_session(1))])
     return {"report": render(report, "table", True),
             "gate": gate_summary(gate(), markdown=False),
@@ -128,7 +128,7 @@ def test_terminal_outputs_carry_no_control_characters_and_no_commands(which):
 
 def test_csv_to_a_terminal_has_no_control_characters_and_to_a_file_stays_exact(
         monkeypatch, capsys):
-    report = analyse(hostile_session())
+    report = build_report(hostile_session())
     exact = render(report, "csv")
     names = {row["function"] for row in csv.DictReader(io.StringIO(exact))}
     assert "\x1b[31mred\x1b[0m" in names  # the file keeps the data

@@ -24,7 +24,7 @@ from builders import (
 from builders import session as make_session
 
 from recompile_cli.analysis.compare import FunctionChange, NewCause
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Rule, Violation
 from recompile_cli.render import escape, render
 from recompile_cli.render import table as terminal
@@ -134,7 +134,7 @@ def test_markdown_cells_and_bullets_are_escaped(report):
     assert "- warn\\\\n::error::w &lt;script&gt;" in text
     # recompile-cli's own code spans survive where the values bring no backtick
     assert "branch with `jax.lax.cond` / `jnp.where`" in render(
-        analyse(make_session([f32_event(i, "f", static={"k": str(i + 1)}) for i in range(3)])),
+        build_report(make_session([f32_event(i, "f", static={"k": str(i + 1)}) for i in range(3)])),
         "markdown")
 
 
@@ -181,9 +181,9 @@ def test_chrome_trace_is_strict_json(report):
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     assert FORMULA in names
     nan = make_session([f32_event(0, "f"), f32_event(1, "f", n=4, seconds=float("nan"))])
-    trace = json.loads(render(analyse(nan), "chrome-trace"), parse_constant=_reject)
+    trace = json.loads(render(build_report(nan), "chrome-trace"), parse_constant=_reject)
     assert any(e.get("dur", 0) is None for e in trace["traceEvents"])
-    json.loads(render(analyse(nan), "json"), parse_constant=_reject)
+    json.loads(render(build_report(nan), "json"), parse_constant=_reject)
 
 
 def _reject(constant):
@@ -325,7 +325,7 @@ def test_long_names_are_cut_in_the_middle_never_wrapped_inside_a_word():
     static = "'" + "v" * 70 + "'"
     events = [f32_event(0, name, static={"mode": "'a'"}, call_site="/p/main.py:3"),
               f32_event(1, name, n=4, static={"mode": static}, call_site="/p/main.py:3")]
-    report = analyse(make_session(events))
+    report = build_report(make_session(events))
     wide = terminal.render(report, width=250).splitlines()
     assert sum(name in line for line in wide) >= 4  # headline, causes, functions, events
     assert any(static in line for line in wide)  # one word, so never split
@@ -341,6 +341,6 @@ def test_long_names_are_cut_in_the_middle_never_wrapped_inside_a_word():
     # values with spaces still wrap, at the spaces (so at the arrows)
     long_values = [f"'{word} {word}'" for word in ("alpha" * 5, "omega" * 5)]
     events = [f32_event(i, "f", static={"mode": value}) for i, value in enumerate(long_values)]
-    text = render(analyse(make_session(events)), "table")
+    text = render(build_report(make_session(events)), "table")
     assert "'alphaalphaalphaalphaalpha" in text and "omegaomegaomegaomegaomega'" in text
     assert_simple_tables_aligned(text)

@@ -11,7 +11,7 @@ import re
 import pytest
 from builders import ENV, f32_event, hostile_report, many_rows_report, session
 
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.api import RecompileReport
 from recompile_cli.render import escape, fit, render
 from recompile_cli.render import table as terminal
@@ -35,7 +35,7 @@ def mixed_report():
                                   lower_seconds=0.0, compile_seconds=0.0)
     first = dataclasses.replace(events[-1], compiled=False, lower_seconds=0.0,
                                 compile_seconds=0.0)
-    return analyse(session([*events[:-1], first, retrace]))
+    return build_report(session([*events[:-1], first, retrace]))
 
 
 def test_the_headline_leads_with_your_functions_then_what_is_not_yours():
@@ -71,7 +71,7 @@ def test_the_html_cards_and_the_notebook_lead_with_your_functions():
 
 
 def test_a_first_compile_is_never_a_re_compile():
-    one = analyse(session([f32_event(0, "f", n=3)]))
+    one = build_report(session([f32_event(0, "f", n=3)]))
     assert terminal.render(one, width=100).splitlines()[1] == "f: 1 compile, no re-compile"
     assert (one.totals.first_compiles, one.totals.recompiles) == (1, 0)
     assert "No re-compilation of your functions" in render(one, "html")
@@ -80,7 +80,7 @@ def test_a_first_compile_is_never_a_re_compile():
 def test_a_trace_that_raised_is_no_re_compile():
     events = [f32_event(0, "f", n=3),
               f32_event(1, "f", n=4, error=TraceError("TypeError", "bad operand", "x"))]
-    report = analyse(session(events))
+    report = build_report(session(events))
     assert report.cause_table == ()  # not a shape re-compile
     text = terminal.render(report, width=100)
     assert text.splitlines()[1] == "f: 1 compile, 1 trace raised (TypeError)"
@@ -105,7 +105,7 @@ def test_long_values_are_shortened_in_the_middle_and_locations_lose_their_folder
     deep = "/home/someone/projects/research/experiments/2024/models/transformer/train.py"
     events = [f32_event(i, "train_the_whole_model_for_one_step", n=n, defined_at=f"{deep}:3",
                         call_site=f"{deep}:90 (main)") for i, n in enumerate((3, 4, 5))]
-    text = terminal.render(analyse(session(events)), width=100)
+    text = terminal.render(build_report(session(events)), width=100)
     assert ".../train.py:3" in text and ".../train.py:90" in text
     assert "train_the_whole_model_for_one_step" in text  # names kept while locations give way
     assert max(len(line) for line in text.splitlines()) <= 100
@@ -114,13 +114,13 @@ def test_long_values_are_shortened_in_the_middle_and_locations_lose_their_folder
 def test_columns_that_say_nothing_are_left_out():
     events = [f32_event(0, "f", n=3, defined_at="prog.py:3"),
               f32_event(1, "f", n=4, defined_at="prog.py:3")]
-    plain = terminal.render(analyse(session(events)), width=200)
+    plain = terminal.render(build_report(session(events)), width=200)
     header = next(line for line in plain.splitlines() if line.startswith("function "))
     assert "calls" not in header and "errors" not in header and "compiles" in header
-    counted = terminal.render(analyse(session(events, calls={"f@prog.py:3": 5})), width=200)
+    counted = terminal.render(build_report(session(events, calls={"f@prog.py:3": 5})), width=200)
     header = next(line for line in counted.splitlines() if line.startswith("function "))
     assert "calls" in header
-    markdown = render(analyse(session(events)), "markdown")
+    markdown = render(build_report(session(events)), "markdown")
     assert re.search(r"\|\s+compiles\s+\|", markdown) and not re.search(r"\|\s+calls\s", markdown)
 
 
@@ -135,7 +135,7 @@ def test_advice_quotes_values_as_code_in_html_and_nothing_else_becomes_markup():
     assert escape.html_prose("pad `x` to `<b>`") == "pad <code>x</code> to <code>&lt;b&gt;</code>"
     assert escape.html_prose("a `b` c`") == "a `b` c`"  # unpaired: shown as it is
     events = [f32_event(i, "f", static={"k": str(i)}) for i in range(3)]
-    report = analyse(session(events))
+    report = build_report(session(events))
     advice = dataclasses.replace(report.suggestions[0],
                                  message="make `k` static; not `<script>alert(1)</script>`")
     report = dataclasses.replace(report, suggestions=(advice,))
@@ -151,7 +151,7 @@ def test_paths_below_the_working_folder_are_shown_relative(tmp_path, monkeypatch
     events = [f32_event(i, "f", static={"k": str(i)}, defined_at=f"{here}/prog.py:3")
               for i in range(3)]
     env = dataclasses.replace(ENV, compilation_cache_dir=f"{here}/cache")
-    report = analyse(dataclasses.replace(
+    report = build_report(dataclasses.replace(
         session(events, warnings=(f"could not read {here}/data.txt",),
                 target_exception=f"f raised at {here}/prog.py:7: bad"), environment=env))
     advice = dataclasses.replace(report.suggestions[0],
@@ -171,7 +171,7 @@ def test_many_functions_of_yours_are_summed_up_after_the_five_most_re_compiled()
         for n in range(k + 1):
             events.append(f32_event(seq, f"f{k}", n=n + 1, defined_at=f"prog.py:{k + 1}"))
             seq += 1
-    lines = terminal.render(analyse(session(events)), width=100).splitlines()
+    lines = terminal.render(build_report(session(events)), width=100).splitlines()
     assert lines[1:8] == [
         "f6: 7 compiles, 6 re-compiles (shape)", "f5: 6 compiles, 5 re-compiles (shape)",
         "f4: 5 compiles, 4 re-compiles (shape)", "f3: 4 compiles, 3 re-compiles (shape)",
@@ -183,9 +183,9 @@ def test_many_functions_of_yours_are_summed_up_after_the_five_most_re_compiled()
 def test_functions_traced_only_inside_another_compile_nothing_of_their_own():
     inner = dataclasses.replace(f32_event(0, "inner", defined_at="prog.py:2"), depth=1,
                                 compiled=False, lower_seconds=0.0, compile_seconds=0.0)
-    report = analyse(session([inner]))
+    report = build_report(session([inner]))
     assert terminal.render(report, width=100).splitlines()[1] == (
         "none of your functions was compiled")
-    assert analyse(session([])).totals.by_owner == {}
-    assert terminal.render(analyse(session([])), width=100).splitlines()[1] == (
+    assert build_report(session([])).totals.by_owner == {}
+    assert terminal.render(build_report(session([])), width=100).splitlines()[1] == (
         "no function of yours was traced or compiled")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from recompile_cli.analysis.report import analyse
+from recompile_cli.analysis.report import build_report
 from recompile_cli.errors import SessionFileError
 from recompile_cli.render import json_report
 from recompile_cli.session import files
@@ -66,7 +66,7 @@ def test_files_of_the_0_1_0_release_load_unchanged(name):
     assert [(e.traced, e.compiled) for e in step] == [(True, True), (True, True)]
     assert step[1].signature is not None
     assert step[1].signature.leaves["batch['x']"].short == "f32[4,8]"
-    report = analyse(session)
+    report = build_report(session)
     assert (report.totals.traces, report.totals.compiles) == (54, 16)
     assert [(c.code, c.argument, c.before, c.after) for c in report.causes[step[1].seq]] == [
         (CauseCode.SHAPE, "batch['x']", "f32[32,8]", "f32[4,8]"),
@@ -93,7 +93,7 @@ def _kept(old: object, new: object) -> bool:
 
 def test_json_report_is_the_session_plus_the_analysis(session, report_data):
     saved = session_to_dict(session)
-    report = json_report.to_dict(analyse(session))
+    report = json_report.to_dict(build_report(session))
     assert list(report) == list(report_data)  # same keys, same order as before
     for key, value in saved.items():
         if key == "events":
@@ -127,7 +127,7 @@ def test_nan_and_infinity_are_written_as_null(tmp_path, session):
     data = json.loads(text, parse_constant=lambda token: pytest.fail(token))
     assert data["totals"]["wall_seconds"] is None
     assert data["events"][0]["trace_seconds"] is None
-    report = analyse(broken)
+    report = build_report(broken)
     functions = (dataclasses.replace(report.functions[0], lower_seconds=math.nan),
                  *report.functions[1:])
     causes = tuple(dataclasses.replace(row, seconds=math.inf) for row in report.cause_table)
