@@ -2,7 +2,7 @@
 of one job) compared part by part.
 
 ``explain(old, new)`` names every part of JAX's key that differs between two compiles
-(``CacheKeyInfo``, recorded by ``capture.jax_cache_key``) and how: the constants only (each value
+(``CacheKeyInfo``, recorded by ``capture.jax.cache_key``) and how: the constants only (each value
 before -> after and the user line that reads it), XLA flags, jaxlib or backend version, JAX
 configuration values, compile options, devices, private symbol names only, location metadata
 only, or else the first differing operation with its user line. ``diff_sessions`` pairs each

@@ -6,12 +6,11 @@ finds closest (fewest differences, ties to the most recent). Pure: no JAX.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import fields
 from operator import attrgetter
+from typing import Generic, TypeVar
 
-from recompile_cli.analysis.hamming import Feature as _Feature
-from recompile_cli.analysis.hamming import Hamming
 from recompile_cli.analysis.shorten import structure_cost
 from recompile_cli.session.model import Leaf, Signature
 
@@ -50,7 +49,7 @@ def top_name(path: str) -> str:
 # Classes and groups are searched in the order of a lower bound on the number of differences
 # (values that no signature of a class has count as differences for all of them), and the search
 # stops as soon as nothing left can beat the best found; ties go to the most recent signature.
-# Within a class (groups) and a group (signatures), ``hamming.Hamming`` counts differing
+# Within a class (groups) and a group (signatures), ``Hamming`` (below) counts differing
 # features from the shorter of two lists per feature: the items with the query's value, or those
 # without it.
 #
@@ -71,7 +70,7 @@ class _Group:
 
     __slots__ = ("features", "latest", "leaves", "members")
 
-    def __init__(self, features: tuple[_Feature, ...]) -> None:
+    def __init__(self, features: tuple[Feature, ...]) -> None:
         self.features = features
         self.members: list[int] = []
         self.leaves: Hamming[int] = Hamming()
@@ -155,7 +154,7 @@ class _Class:
         self.context_features = tuple((name, ("c", name)) for name in sorted(sig.context))
         self.has_id = bool(sig.function_id)
         self.args = frozenset(sig.structure) | self.static_names
-        self.groups: dict[tuple[_Feature, ...], _Group] = {}
+        self.groups: dict[tuple[Feature, ...], _Group] = {}
         self.recency: dict[_Group, None] = {}  # least recently extended first
         self.newest: _Group | None = None  # the last of ``recency``
         self.group_index: Hamming[_Group] = Hamming()
@@ -219,7 +218,7 @@ class _Class:
             return last[3]
         sig = new.sig
         static, context = new.static, sig.context
-        query: list[_Feature] = [(feature, static[name])
+        query: list[Feature] = [(feature, static[name])
                                  for name, feature in self.static_features if name in static]
         for name, feature in self.context_features:
             query.append((feature, context.get(name, base_context.get(name))))
@@ -365,3 +364,57 @@ class SignatureIndex:
         if best is None:
             raise ValueError("no signature to compare with")
         return -best[1]
+
+
+# -- counting differing features ---------------------------------------------------------------
+# Counting differing features without comparing with every item: ``Hamming`` keeps, per
+# feature, the items that have each value (posting lists), and counts the features in which each
+# item differs from a query from the shorter of two lists per feature: the items with the query's
+# value, or those without it. Used by ``nearest`` for signatures' groups and leaves. Pure: no JAX.
+Feature = tuple[Hashable, Hashable]  # (feature, value)
+_Item = TypeVar("_Item", bound=Hashable)
+
+
+class Hamming(Generic[_Item]):
+    """Items that all have the same features; counts how many features differ from a query."""
+
+    __slots__ = ("postings", "size")
+
+    def __init__(self) -> None:
+        self.postings: dict[Hashable, dict[Hashable, list[_Item]]] = {}
+        self.size = 0
+
+    def add(self, item: _Item, features: Iterable[Feature]) -> None:
+        self.size += 1
+        postings = self.postings
+        for feature, value in features:
+            values = postings.get(feature)
+            if values is None:
+                values = postings[feature] = {}
+            items = values.get(value)
+            if items is None:
+                values[value] = [item]
+            else:
+                items.append(item)
+
+    def seen(self, feature: Hashable, value: Hashable) -> bool:
+        return value in self.postings.get(feature, {})
+
+    def differences(self, query: Iterable[Feature]) -> tuple[int, dict[_Item, int]]:
+        """(base, extra): an item differs in ``base + extra.get(item, 0)`` query features."""
+        base = 0
+        extra: dict[_Item, int] = {}
+        half = self.size
+        for feature, value in query:
+            values = self.postings[feature]
+            same = values.get(value, ())
+            if 2 * len(same) <= half:  # count the matches
+                base += 1
+                for item in same:
+                    extra[item] = extra.get(item, 0) - 1
+            elif len(same) < half:  # count the mismatches
+                for other, items in values.items():
+                    if other != value:
+                        for item in items:
+                            extra[item] = extra.get(item, 0) + 1
+        return base, extra

@@ -2,7 +2,7 @@
 
 ``normalise(asm)`` reads the text that ``module.operation.get_asm(enable_debug_info=True)``
 prints (StableHLO with ``loc(...)`` metadata and its ``#locN = loc(...)`` aliases) and returns
-what ``capture.jax_cache_key`` stores in ``CacheKeyInfo``:
+what ``capture.jax.cache_key`` stores in ``CacheKeyInfo``:
 
 * ``fingerprint``: SHA-256 of the program with every location stripped, private symbols renamed
   in order of definition (``@clip_1`` and ``@clip_0`` both become ``@_p0``) and each constant's

@@ -1,6 +1,6 @@
 """Attributing a compiled program's equations to lines of the user's code, without JAX.
 
-``capture.jax_cost`` walks the jaxpr and hands over one ``(file:line, primitive, in a body)``
+``capture.jax.cost`` walks the jaxpr and hands over one ``(file:line, primitive, in a body)``
 record per equation; this module turns them into the ``LineCost`` rows of a ``CompileCost``:
 equations per line, most first, and whether a line's equations repeat one group of primitives
 (a Python loop unrolled while tracing). It also finds where a variable holding a captured

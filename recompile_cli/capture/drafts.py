@@ -46,8 +46,8 @@ class Draft:
     lower_start: float | None = None
     compile_start: float | None = None
     id: int = 0  # creation order, stable while the event is still being filled in
-    cache_key: CacheKeyInfo | None = None  # the persistent-cache key (capture.jax_cache_key)
-    cost: CompileCost | None = None  # the lowered program's profile (capture.jax_cost)
+    cache_key: CacheKeyInfo | None = None  # the persistent-cache key (capture.jax.cache_key)
+    cost: CompileCost | None = None  # the lowered program's profile (capture.jax.cost)
 
 
 def bare(name: str | None) -> str | None:

@@ -2,8 +2,8 @@
 
 Owns the persistent compilation cache side of a recording (the configured cache directory, the
 outcome JAX reports for each backend compile and the time it saved, each key taken apart by
-``capture.jax_cache_key``) and the compile-cost profile of each lowered program
-(``capture.jax_cost``). The ``Recorder`` calls in from its callbacks, on the miss path only; the
+``capture.jax.cache_key``) and the compile-cost profile of each lowered program
+(``capture.jax.cost``). The ``Recorder`` calls in from its callbacks, on the miss path only; the
 per-thread state lives in the recorder's ``threading.local`` (the compiling thread's events
 arrive in order). Nothing here raises: errors go to the ``on_error`` callback.
 """
@@ -106,7 +106,7 @@ class Enrichment:
                 draft.cache_saved_seconds = draft.cache_key.saved_seconds  # exact
 
     def cost(self, jaxpr: Any, lowering: Any) -> None:
-        """Profile the program just lowered (``jax_cost``) into the current event."""
+        """Profile the program just lowered (``capture.jax.cost``) into the current event."""
         current: Draft | None = getattr(self._local, "current", None)
         if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.cost:
             return

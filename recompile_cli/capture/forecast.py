@@ -18,7 +18,7 @@ re-trace in a real run; without ``lower`` that compile is added here, with the s
 its lowering change (with ``lower`` the recorder's lowering hook sees it itself).
 
 Only public JAX API is used (``jax.jit(...).trace``, ``.lower``, ``jax.ShapeDtypeStruct``), and
-``jax_internals_arrays.is_committed``; where ``ShapeDtypeStruct`` takes no ``weak_type`` (JAX
+``signatures.is_committed``; where ``ShapeDtypeStruct`` takes no ``weak_type`` (JAX
 0.4.30) a weakly typed array is described by ``jax.core.ShapedArray``.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli.capture import stack
-from recompile_cli.capture.jax.arrays import is_committed
+from recompile_cli.capture.jax.signatures import is_committed
 from recompile_cli.session.model import Change, Event, Session
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by the commands that read a spec

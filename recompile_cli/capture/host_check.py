@@ -2,13 +2,13 @@
 its peers compile the same program, and the whole job stops at the first that does not.
 
 ``HostCheck`` is a recorder's ``on_compile`` callback. Only programs that run on devices of
-other processes too are checked (``hosts.take``: the lowered program's devices
+other processes too are checked (``distributed.take``: the lowered program's devices
 are not all this process's): those run collectives with the other processes, which must run the
 same program. A program on this process's devices alone (a metrics helper jitted on process 0)
 is none of the peers' business and is not exchanged. At each checked compile of a function that
 is not JAX's own (the miss path only: a cached call never reaches it), the process writes an
 ``Entry`` (the function's compile number, the function, the signature digest and lowering
-fingerprint) into JAX's distributed key-value store (``jax_distributed``) under the function's
+fingerprint) into JAX's distributed key-value store (``jax.distributed``) under the function's
 key, and waits, up to ``timeout`` seconds, for every peer's entry of the same function and
 number. Compiles are numbered per function, so the order in which different functions compile
 does not matter. One exchange per checked compile, nothing per call. Without JAX's private
@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from recompile_cli.capture.jax import distributed, hosts
+from recompile_cli.capture.jax import distributed
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.host_entries import Entry, decode_entry, encode_entry, entry_of
 from recompile_cli.session.model import Event, HookMode, Owner, Session
@@ -66,7 +66,7 @@ Mismatch = Callable[[dict[int, Entry]], str | None]
 Missing = Callable[[Entry, list[int], dict[int, Entry | None], float], str]
 # (the session of a run a peer stopped, its failure) -> exit code: writes the report
 Finish = Callable[[Session, str], int]
-# a message as it may be printed (``guard_errors.inert``: one line, control characters escaped)
+# a message as it may be printed (``render.escape.terminal``: one line, control characters escaped)
 Shown = Callable[[str], str]
 
 
@@ -125,7 +125,7 @@ class HostCheck:
 
     def _spans(self, event: Event) -> bool:
         """Whether the program just compiled runs on other processes' devices too."""
-        spans = hosts.take(event.function)
+        spans = distributed.take(event.function)
         recorder = self._recorder
         if (spans is None and recorder is not None and recorder.hook_mode != HookMode.PRIVATE
                 and not self._warned):

@@ -1,7 +1,7 @@
 """Recording: listens to JAX while a program runs and freezes what it saw into a ``Session``.
 
 The public ``jax.monitoring`` duration events give the trace / lower / compile stages and their
-times; the private hooks in ``jax_internals`` add signatures, nesting and lowering-key changes.
+times; the private hooks in ``capture.jax.hooks`` add signatures, nesting and lowering-key changes.
 Both only fire on cache misses. One thread's events arrive in order (trace, lowering, compile)
 and are stitched into one ``Event`` per miss through a per-thread "current event" slot, which
 ``enrich.Enrichment`` completes with the compile's cache key and cost. The ``Recorder`` owns all
@@ -62,8 +62,8 @@ class Recorder:
         on_compile: called with each top-level event when its backend compile completes, on
             the compiling thread, inside the user's jitted call. Unlike every other callback,
             what it raises is not caught: it reaches that call (the runtime guard uses this).
-        compile_cost: profile each lowered program (``capture.jax_cost``; private hooks only).
-        cache_keys: take each persistent-cache key apart (``capture.jax_cache_key``; private
+        compile_cost: profile each lowered program (``capture.jax.cost``; private hooks only).
+        cache_keys: take each persistent-cache key apart (``capture.jax.cache_key``; private
             hooks and a cache directory only).
     """
 

@@ -1,7 +1,7 @@
 """``recompile-cli forecast TARGET --args SPEC.yaml``: the compiles a workload will need, and
 which a warm-up misses, found by tracing on abstract arguments before anything runs.
 
-Registered on the application in ``cli.app``; it reads the specs, calls ``forecasting``, and
+Registered on the application in ``cli.app``; it reads the specs, calls ``api.forecast``, and
 hands the predicted session to the same report, save and gate path as ``profile``
 (``cli.finish``), so the formats, ``--max-compiles``, ``--fail-on``, baselines and exit codes
 are ``profile``'s: 0, 1 when a gate fails, 2 for bad input, 3 when a call's trace raised.

@@ -44,12 +44,12 @@ way: at the next compile, or when the guard is removed), and the guard puts them
 (``functions``, keys of ``max_compiles``) that matched no function warns
 ``UnmatchedBudgetWarning`` when the guard is removed (also listed in ``Guard.unmatched``).
 Nesting the same guard object (``with g: with g:``) is counted: the inner exit keeps it installed.
-Messages are one line with control characters shown as escapes (``guard_errors``).
+Messages are one line with control characters shown as escapes (``guards.errors``).
 
 Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guards
 train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
 installed; ``install_guard()`` without arguments reads the same variable (its syntax is in
-``guard_config``), e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``.
+``guards.config``), e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``.
 Importing ``recompile_cli`` never reads it: nothing happens unless the guard is asked for.
 """
 

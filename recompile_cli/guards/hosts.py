@@ -8,7 +8,7 @@
 collective prints the message on stderr and exits 3; the process that compiled raises
 ``HostsDiverged`` from its jitted call.
 
-Every message is one line of inert text, escaped as the guard's are (``guard_errors.inert``):
+Every message is one line of inert text, escaped as the guard's are (``render.escape.terminal``):
 function names, argument paths and static values come from the user's program (and a peer's
 message from the job's store), so no escape sequence or line break reaches a terminal or a log,
 and no line of it can start a GitHub workflow command (``::error::``).

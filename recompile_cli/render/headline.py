@@ -3,7 +3,7 @@ inline report): what a public-only recording cannot tell, when it is one; your f
 one line each (``train_step: 2 compiles, 1 re-compile (shape)``), then what JAX's and
 libraries' own functions compiled, then the run's totals.
 
-A first compile is called a first compile and never counts as a re-compile (``analysis.tally``
+A first compile is called a first compile and never counts as a re-compile (``Tally``
 draws the line). The lines are plain text quoting values from the session; each format makes
 them inert where it writes them.
 """
@@ -14,9 +14,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report
+from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report, Tally
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.analysis.tally import Tally
 from recompile_cli.session.model import CauseCode, HookMode, Owner, function_key
 
 LISTED = 5  # functions of yours with a line of their own; the rest are summed up in one

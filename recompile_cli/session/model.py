@@ -253,7 +253,7 @@ class ConstantCost:
 
 @dataclass(frozen=True, slots=True)
 class CompileCost:
-    """What one compiled program is made of (``capture.jax_cost``): its jaxpr equations (bodies
+    """What one compiled program is made of (``capture.jax.cost``): its jaxpr equations (bodies
     of control flow counted once; ``walked`` < ``equations`` when attribution stopped at the
     cap), the top lines of the user's code by equations, the lowered module's operations, the
     constants baked in, and the jitted functions inlined into it (name, equations)."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recompile_cli.capture.host_check import HostCheck, HostsDiverged
-from recompile_cli.capture.jax import hosts
+from recompile_cli.capture.jax import distributed
 from recompile_cli.guards.hosts import host_check, mismatch, missing
 from recompile_cli.session.host_entries import entry_of
 from recompile_cli.session.model import Event, Leaf, Owner, Signature
@@ -56,7 +56,7 @@ class Store:
 
 @dataclass
 class Lowered:
-    """What ``_pjit_lower`` returns, as far as ``jax_internals_hosts`` reads it."""
+    """What ``_pjit_lower`` returns, as far as ``distributed.spans_processes`` reads it."""
 
     class Devices:
         def __init__(self, spans: bool) -> None:
@@ -88,7 +88,7 @@ def checks(timeout: float = 5.0) -> tuple[dict[str, str], list[HostCheck]]:
 
 def compile_(check: HostCheck, compiled: Event, spans: bool) -> None:
     """What a process does at a compile: the lowering hook notes it, the compile checks it."""
-    hosts.note(compiled.function, Lowered(spans))
+    distributed.note(compiled.function, Lowered(spans))
     check(compiled)
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recompile_cli.capture import cache_key_text, stack
-from recompile_cli.capture.jax import module_constants, patching
+from recompile_cli.capture.jax import hooks, module_constants
 from recompile_cli.capture.process import configured_cache_dir
 from recompile_cli.session.cache_key import CacheKeyInfo, CacheMissReason, pairs
 from recompile_cli.session.model import CacheOutcome, Owner
@@ -109,7 +109,7 @@ class KeyHooks:
         problems = []
         self._active = False
         for name, (module, original) in self._originals.items():
-            problem = patching.restore(
+            problem = hooks.restore(
                 module, name, original, lambda now: getattr(now, "__self__", None) is self)
             if problem:
                 problems.append(problem)

@@ -1,6 +1,6 @@
 """What a compiled program is made of (``CompileCost``), read from JAX's private objects.
 
-Part of the JAX-internals layer: it reads ``jax._src`` objects. ``jax_internals``' lowering hook
+Part of the JAX-internals layer: it reads ``jax._src`` objects. ``hooks``' lowering hook
 calls it through the recorder, on the miss path only, after ``_pjit_lower`` lowered a jaxpr and
 before XLA compiles it; it never raises (``cost_of`` returns None instead).
 

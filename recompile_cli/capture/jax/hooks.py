@@ -1,8 +1,6 @@
 """The core of the JAX-internals layer: the hooks on jit's cache-miss path.
 
-The layer is this module and its siblings ``jax_internals_*`` (listeners, arrays, hosts),
-``jax_cost``, ``jax_cache_key`` and ``jax_distributed``, which read JAX's private internals
-(``jax._src``), with their JAX-free helpers ``jax_patching`` and ``module_constants``.
+The layer is the folder ``capture/jax/`` (see its ``__init__``); this module is its entry.
 
 This module patches two functions on JAX's cache-miss path, both checked on JAX 0.10.2 and 0.12.0:
 
@@ -20,7 +18,7 @@ to the public ``jax.monitoring`` events. Observers are called inside ``try``: a 
 into user code.
 
 The ``jax.monitoring`` listeners are registered and unregistered by its sibling
-``jax_internals_listeners`` (the listener API differs across the supported versions).
+``listeners`` (the listener API differs across the supported versions).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recompile_cli.capture.jax import hosts, patching, signatures
+from recompile_cli.capture.jax import distributed, signatures
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
@@ -142,7 +140,7 @@ class Hooks:
                  on_internal_error: Callable[[BaseException], None],
                  on_cost: Callable[[Any, Any], None] | None = None) -> None:
         self._on_trace = on_trace
-        self._on_cost = on_cost  # (jaxpr, lowering) after each missed lowering (jax_cost)
+        self._on_cost = on_cost  # (jaxpr, lowering) after each missed lowering (``cost``)
         self._on_lower = on_lower
         self._on_internal_error = on_internal_error
         self._local = threading.local()
@@ -182,7 +180,7 @@ class Hooks:
         except Exception as exc:  # pragma: no cover - JAX was there at install time
             return [f"could not restore JAX's internals ({exc})"]
         for name, original in self._originals.items():
-            problem = patching.restore(pjit, name, original, self._is_ours)
+            problem = restore(pjit, name, original, self._is_ours)
             if problem:
                 problems.append(problem)
         return problems
@@ -266,7 +264,7 @@ class _LowerWrapper:
         try:
             if _misses(cache) > misses_before:
                 info = _lower_info(self._keys, jaxpr, args)
-                hosts.note(info.name, result)  # for --check-hosts
+                distributed.note(info.name, result)  # for --check-hosts
                 self._hooks._on_lower(info)
                 if self._hooks._on_cost is not None:
                     self._hooks._on_cost(jaxpr, result)
@@ -281,3 +279,19 @@ def _lower_info(keys: signatures.LoweringKeys, jaxpr: Any, args: tuple[Any, ...]
 
 def _misses(cache: Any) -> int:
     return int(cache.cache_info().misses)
+
+
+# -- restoring what a hook patched -------------------------------------------------------------
+# ``Hooks`` and ``cache_key.KeyHooks`` replace functions of JAX's private modules for the
+# length of a recording; ``restore`` is how each puts one back.
+def restore(module: Any, name: str, original: Any, ours: Callable[[Any], bool]) -> str | None:
+    """Set ``module.name`` back to ``original`` when what is there now is ``ours``; else leave
+    it (someone patched over us) and say so. Returns that warning, or None; never raises."""
+    where = f"{getattr(module, '__name__', '?')}.{name}"
+    try:
+        if ours(getattr(module, name, None)):
+            setattr(module, name, original)
+            return None
+        return f"{where} was replaced by someone else during the run; left as it is"
+    except Exception as exc:
+        return f"could not restore {where} ({exc})"

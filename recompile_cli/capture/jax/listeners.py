@@ -1,4 +1,4 @@
-"""Part of the JAX-internals layer (see ``jax_internals``): registering, unregistering and
+"""Part of the JAX-internals layer (see ``hooks``): registering, unregistering and
 checking our ``jax.monitoring`` listeners.
 
 ``register_listener`` / ``unregister_listener`` exist because the listener API differs across the

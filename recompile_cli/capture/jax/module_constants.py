@@ -1,6 +1,6 @@
 """Part of the JAX-internals layer: the large constants of a lowered module, hashed in place.
 
-``capture.jax_cache_key`` prints each module it takes apart with MLIR's ``large_elements_limit``
+``capture.jax.cache_key`` prints each module it takes apart with MLIR's ``large_elements_limit``
 so that a 16 MB constant costs no 33 MB of text to print and read: the printer then writes
 ``cache_key_text.ELIDED`` for each constant of more than ``LARGE_ELEMENTS`` elements (not
 a splat). ``large_constant_digests`` hashes exactly those constants from the module's own

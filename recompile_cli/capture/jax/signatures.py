@@ -1,6 +1,6 @@
 """What a JAX call's arguments look like, read from JAX's objects (checked on JAX 0.10.2).
 
-Owns what ``jax_internals`` hands the recorder about one traced call or lowering (``TraceInfo``,
+Owns what ``hooks`` hands the recorder about one traced call or lowering (``TraceInfo``,
 ``LowerInfo``): leaves (abstract values -> ``Leaf``), argument and parameter names, static
 values (compared in full: ``full_repr``, and as JAX compares them: ``equality``), the function
 kind, the user's function behind a library wrapper, name/location parsing of ``DebugInfo``, and
@@ -383,3 +383,18 @@ def _shallow(value: Any, depth: int = 4, limit: int = 64) -> list[Any]:
                 break
         return out
     return [value]
+
+
+# -- committed arrays --------------------------------------------------------------------------
+# ``jax.Array.committed`` (public on JAX 0.10.2 and 0.12.0) tells whether an array is committed
+# to its sharding, which puts that sharding in jit's lowering key; JAX 0.4.30 has only the
+# private ``_committed``. Never raises: unknown means uncommitted.
+def is_committed(array: Any) -> bool:
+    """True when ``array`` is committed to its sharding (``jax.device_put(x, device)``)."""
+    try:
+        committed = getattr(array, "committed", None)
+        if committed is None:  # JAX 0.4.30: only the private attribute
+            committed = getattr(array, "_committed", False)
+        return bool(committed)
+    except Exception:
+        return False
