@@ -1,53 +1,33 @@
 """An event while the recorder is still filling it in (``Draft``), and how it is frozen into
-the session's immutable ``Event``; the summary of an exception raised while tracing; and the
-bare name of a function as the monitoring events spell it (``jit(f)``)."""
+the session's immutable ``Event`` (``Draft.frozen``); the summary of an exception raised while
+tracing; and the bare name of a function as the monitoring events spell it (``jit(f)``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from recompile_cli.session.cache_key import CacheKeyInfo
-from recompile_cli.session.model import (
-    CacheOutcome,
-    Change,
-    CompileCost,
-    Event,
-    Leaf,
-    Owner,
-    Signature,
-    TraceError,
-)
+from recompile_cli.session.model import Event, Leaf, TraceError
 
 
-@dataclass
+@dataclass(slots=True)
 class Draft:
-    """An event while it is still being filled in (mutable, owned by the recorder)."""
+    """An event while the recorder still fills it in: the frozen ``Event`` as it stands so far
+    (replaced, never mutated, so a snapshot taken from another thread reads a whole one), and
+    what only the recorder needs while filling it."""
 
-    function: str
-    defined_at: str | None
-    owner: Owner
-    call_site: str | None
-    call_index: int | None
-    depth: int
-    start: float
-    traced: bool = False
-    lowered: bool = False
-    compiled: bool = False
-    trace_seconds: float = 0.0
-    lower_seconds: float = 0.0
-    compile_seconds: float = 0.0
-    signature: Signature | None = None
-    lowering_changes: tuple[Change, ...] | None = None
-    error: TraceError | None = None
-    persistent_cache: CacheOutcome | None = None
-    cache_saved_seconds: float = 0.0
-    jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
-    call_of: str | None = None
-    lower_start: float | None = None
-    compile_start: float | None = None
+    event: Event
     id: int = 0  # creation order, stable while the event is still being filled in
-    cache_key: CacheKeyInfo | None = None  # the persistent-cache key (capture.jax.cache_key)
-    cost: CompileCost | None = None  # the lowered program's profile (capture.jax.cost)
+    lowered: bool = False
+    jaxpr_id: int | None = None  # pairs a trace with the lowering of the jaxpr it produced
+
+    def set(self, **fields: Any) -> None:
+        """Fill in fields of the event (``Event``'s names)."""
+        self.event = replace(self.event, **fields)
+
+    def frozen(self, seq: int) -> Event:
+        """The event as the session keeps it: numbered ``seq``, never starting before 0."""
+        return replace(self.event, seq=seq, start_seconds=max(self.event.start_seconds, 0.0))
 
 
 def bare(name: str | None) -> str | None:
@@ -71,15 +51,3 @@ def trace_error(exc: BaseException, leaves: dict[str, Leaf]) -> TraceError:
                 break
     first_line = message.splitlines()[0] if message else ""
     return TraceError(type=type(exc).__name__, message=first_line, argument=argument)
-
-
-def freeze(seq: int, d: Draft) -> Event:
-    return Event(
-        seq=seq, function=d.function, defined_at=d.defined_at, owner=d.owner,
-        call_site=d.call_site, call_index=d.call_index, depth=d.depth, traced=d.traced,
-        compiled=d.compiled, start_seconds=max(d.start, 0.0), trace_seconds=d.trace_seconds,
-        lower_seconds=d.lower_seconds, compile_seconds=d.compile_seconds,
-        signature=d.signature, lowering_changes=d.lowering_changes, error=d.error,
-        persistent_cache=d.persistent_cache, cache_saved_seconds=d.cache_saved_seconds,
-        call_of=d.call_of, lower_start_seconds=d.lower_start,
-        compile_start_seconds=d.compile_start, cache_key=d.cache_key, cost=d.cost)

@@ -97,20 +97,21 @@ class Enrichment:
     def compiled(self, draft: Draft) -> None:
         """A backend compile of ``draft`` ended: fill in its cache outcome, time saved and key."""
         local = self._local
-        draft.persistent_cache = getattr(local, "cache_status", None)
-        draft.cache_saved_seconds = getattr(local, "cache_saved", 0.0)
+        draft.set(persistent_cache=getattr(local, "cache_status", None),
+                  cache_saved_seconds=getattr(local, "cache_saved", 0.0))
         local.cache_status, local.cache_saved = None, 0.0
         if self._key_hooks is not None:
-            draft.cache_key = self._key_hooks.take(draft.persistent_cache)
-            if draft.cache_key is not None and draft.cache_key.saved_seconds is not None:
-                draft.cache_saved_seconds = draft.cache_key.saved_seconds  # exact
+            key = self._key_hooks.take(draft.event.persistent_cache)
+            draft.set(cache_key=key)
+            if key is not None and key.saved_seconds is not None:
+                draft.set(cache_saved_seconds=key.saved_seconds)  # exact
 
     def cost(self, jaxpr: Any, lowering: Any) -> None:
         """Profile the program just lowered (``capture.jax.cost``) into the current event."""
         current: Draft | None = getattr(self._local, "current", None)
-        if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.cost:
+        if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.event.cost:
             return
         traced = getattr(self._local, "traced_fun", None)
         fun = traced[1] if traced is not None and traced[0] == id(jaxpr) else None
         self._local.traced_fun = None  # keep no user function alive
-        current.cost = jax_cost.cost_of(jaxpr, lowering, fun, self._on_error)
+        current.set(cost=jax_cost.cost_of(jaxpr, lowering, fun, self._on_error))

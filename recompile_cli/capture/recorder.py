@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from recompile_cli.capture import forks, origins, process, stack
-from recompile_cli.capture.drafts import Draft, bare, freeze, trace_error
+from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
 from recompile_cli.capture.jax import hooks, listeners
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
@@ -196,10 +196,10 @@ class Recorder:
         stale = self._stale.captures(self._on_internal_error)
         warnings = list(self._warnings)
         with self._lock:
-            drafts = sorted(self._drafts, key=lambda d: d.start)
+            drafts = sorted(self._drafts, key=lambda d: d.event.start_seconds)
         return Session(
             environment=self.environment(),
-            target=self.target, events=tuple(freeze(i, d) for i, d in enumerate(drafts)),
+            target=self.target, events=tuple(d.frozen(i) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
             target_exception=self.failure)
@@ -238,8 +238,8 @@ class Recorder:
             stage = _STAGES.get(event)
             if stage is not None and not self._paused:
                 draft = self._on_stage(stage, bare(kwargs.get("fun_name")), duration)
-                if draft is not None and self._on_compile is not None and draft.depth == 0:
-                    compiled = freeze(draft.id, draft)
+                if draft is not None and self._on_compile is not None and draft.event.depth == 0:
+                    compiled = draft.frozen(draft.id)
             elif event == CACHE_SAVED_EVENT:
                 self._enrich.on_saved(duration)
         except Exception as exc:
@@ -263,29 +263,30 @@ class Recorder:
                 local.current = self._new(name or "?", self._counted_at(name), depth=0,
                                           seconds=seconds,
                                           owner=origins.public_owner(sys._getframe(1)))
-                local.current.traced, local.current.trace_seconds = True, seconds
+                local.current.set(traced=True, trace_seconds=seconds)
                 self._emit(local.current)
             return None
         if stage == "lower" and self._hooks is not None:
             local.pending_lower = (seconds, start)  # claimed by _on_lower right after
             return None
-        fits = (current is not None and current.function == name
-                and not (current.lowered if stage == "lower" else current.compiled))
+        fits = (current is not None and current.event.function == name
+                and not (current.lowered if stage == "lower" else current.event.compiled))
         if current is None or not fits:
             current = self._new(name or "?", self._counted_at(name), depth=0, seconds=seconds,
                                 owner=(origins.public_owner(sys._getframe(1))
                                        if self._hooks is None else None))
             local.current = current
         if stage == "lower":
-            current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
+            current.lowered = True
+            current.set(lower_seconds=seconds, lower_start_seconds=start)
             self._emit(current)
             return None
         pending = getattr(local, "pending_lower", None)
         if pending is not None and not current.lowered:  # lowered outside the hooked path
             current.lowered = True
-            current.lower_seconds, current.lower_start = pending
+            current.set(lower_seconds=pending[0], lower_start_seconds=pending[1])
         local.pending_lower = None
-        current.compiled, current.compile_seconds, current.compile_start = True, seconds, start
+        current.set(compiled=True, compile_seconds=seconds, compile_start_seconds=start)
         self.compiles += 1
         self._enrich.compiled(current)
         self._emit(current)
@@ -297,16 +298,16 @@ class Recorder:
         owner, created_at = self._origin(info)
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
                           owner=owner)
-        draft.traced, draft.trace_seconds, draft.jaxpr_id = True, info.seconds, info.jaxpr_id
+        draft.jaxpr_id = info.jaxpr_id
         context = self._context_changes(info.context)
-        draft.signature = Signature(
+        draft.set(traced=True, trace_seconds=info.seconds, signature=Signature(
             leaves=info.leaves, static=info.static, structure=info.structure,
             positional=info.positional, keywords=info.keywords, context=context,
             function_id=self._functions.function_id(info.fun), function_kind=info.function_kind,
             created_at=created_at, static_classes=info.static_classes,
-            python_scalars=info.python_scalars)
+            python_scalars=info.python_scalars))
         if info.error is not None:
-            draft.error = trace_error(info.error, info.leaves)
+            draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
             self._stale.add(info.name, info.defined_at, info.fun)
         if info.depth == 0:
@@ -333,16 +334,18 @@ class Recorder:
             # Paired by the jaxpr: a trace made earlier (jax.eval_shape, .trace()) lends its
             # signature to the compile that uses it; anything else is a jaxpr of its own.
             traced = (getattr(local, "traced", None) or {}).get(info.jaxpr_id)
-            if traced is not None and traced.function != info.name:
+            if traced is not None and traced.event.function != info.name:
                 traced = None
-            current = self._new(info.name, traced.defined_at if traced else info.defined_at,
+            earlier = traced.event if traced is not None else None
+            current = self._new(info.name, earlier.defined_at if earlier else info.defined_at,
                                 depth=0, seconds=seconds,
-                                owner=traced.owner if traced is not None else None)
-            current.signature = (traced.signature if traced is not None
-                                 else Signature(leaves=info.leaves))
-            current.lowering_changes = info.changes
+                                owner=earlier.owner if earlier is not None else None)
+            current.set(signature=(earlier.signature if earlier is not None
+                                   else Signature(leaves=info.leaves)),
+                        lowering_changes=info.changes)
             local.current = current
-        current.lowered, current.lower_seconds, current.lower_start = True, seconds, start
+        current.lowered = True
+        current.set(lower_seconds=seconds, lower_start_seconds=start)
         self._emit(current)
 
     def _on_cost(self, jaxpr: Any, lowering: Any) -> None:
@@ -374,12 +377,12 @@ class Recorder:
 
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
              owner: Owner | None = None) -> Draft:
-        draft = Draft(
-            function=name, defined_at=defined_at,
+        draft = Draft(Event(
+            seq=0, function=name, defined_at=defined_at,
             owner=owner or self._functions.owner(name, defined_at),
             call_site=stack.user_call_site(skip=2) or self._call_label,
-            call_index=self._call_index, call_of=self._call_of, depth=depth,
-            start=time.perf_counter() - seconds - self._t0)
+            call_index=self._call_index, depth=depth, traced=False, compiled=False,
+            start_seconds=time.perf_counter() - seconds - self._t0, call_of=self._call_of))
         with self._lock:
             draft.id = len(self._drafts)
             self._drafts.append(draft)
@@ -388,7 +391,7 @@ class Recorder:
     def _emit(self, draft: Draft) -> None:
         """Stream the event, as it is now, to the events log (``--events-log``), if any."""
         if self._log is not None:
-            self._log.event(freeze(draft.id, draft))
+            self._log.event(draft.frozen(draft.id))
 
     def _context_changes(self, context: dict[str, str]) -> dict[str, str]:
         """The entries of a trace's context that differ from the base context; the same
