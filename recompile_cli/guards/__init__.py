@@ -116,7 +116,7 @@ class Guard:
         """Start guarding (does nothing when the config is disabled or already installed)."""
         if self._watch is not None or not self.config.enabled:
             return self
-        watch = Watch(self)
+        watch = Watch(self.config, act=self._act, blind=self._blind)
         recorder = watch.recorder
         recorder.start()
         self._watch = watch

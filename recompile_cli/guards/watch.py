@@ -25,7 +25,7 @@ import threading
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.capture import stack
@@ -41,33 +41,35 @@ if TYPE_CHECKING:
     from recompile_cli.capture.host_check import HostCheck
 
 
-class Guard(Protocol):
-    """What a ``Watch`` needs of its guard (``guards.Guard``)."""
-
-    config: GuardConfig
-
-    def _act(self, violation: GuardViolation, user_frame: types.FrameType | None) -> None: ...
-
-    def _blind(self, message: str, user_frame: types.FrameType | None, *,
-               raising: bool = True) -> None: ...
+Act = Callable[[GuardViolation, "types.FrameType | None"], None]
+Blind = Callable[[str, "types.FrameType | None"], None]
 
 
 class Watch:
-    """The guard's ``on_compile`` callback and its recorder (see the module docstring)."""
+    """The guard's ``on_compile`` callback and its recorder (see the module docstring).
 
-    def __init__(self, owner: Guard) -> None:
+    Args:
+        config: what the guard checks.
+        act: what the guard does with a violation (warn, log or raise), called on the
+            compiling thread with the innermost user frame of the call that compiled.
+        blind: what it does when it could not see some compiles (its listeners were removed).
+    """
+
+    def __init__(self, config: GuardConfig, act: Act, blind: Blind) -> None:
         self.recorder: Recorder = _GuardRecorder(self)
-        self._guard = owner
+        self.config = config
+        self.act = act
+        self.blind = blind
         self._compiles: dict[str, int] = {}
         self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
         self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
         self._lock = threading.Lock()
         self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
-        if owner.config.host_timeout is not None:
+        if config.host_timeout is not None:
             from recompile_cli.guards.hosts import host_check
 
-            self.hosts = host_check(owner.config.host_timeout)
+            self.hosts = host_check(config.host_timeout)
             self.hosts.bind(self.recorder)
 
     def __call__(self, event: Event) -> None:
@@ -76,13 +78,13 @@ class Watch:
         user_frame = innermost_user_frame(sys._getframe(1))
         pending, self.pending_blind = self.pending_blind, None
         if pending is not None:
-            self._guard._blind(pending, user_frame)
+            self.blind(pending, user_frame)
         try:
             violation = self._check(event, user_frame)
         except Exception:  # never turn a bug of ours into the user's error
             return
         if violation is not None:
-            self._guard._act(violation, user_frame)
+            self.act(violation, user_frame)
 
     # -- the listeners -----------------------------------------------------------------------------
     def listening(self) -> bool:
@@ -113,12 +115,12 @@ class Watch:
     def unmatched(self, session: Session) -> list[str]:
         """The guard's globs that matched no function it saw traced or compiled."""
         seen = {e.function for e in session.events if e.owner != Owner.JAX}
-        return [pattern for pattern in self._guard.config.patterns()
+        return [pattern for pattern in self.config.patterns()
                 if not any(fnmatch.fnmatchcase(name, pattern) for name in seen)]
 
     def _check(self, event: Event, user_frame: types.FrameType | None
                ) -> GuardViolation | None:
-        config = self._guard.config
+        config = self.config
         limit = config.limit_of(event.function, event.owner)
         if limit is None:
             return None
@@ -172,7 +174,7 @@ class Watch:
                           None)
         described = describe(report, [replace(event, call_site=call_site)])
         warmup = ""
-        if self._guard.config.warmup_calls and key not in self.recorder.calls:
+        if self.config.warmup_calls and key not in self.recorder.calls:
             warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
                       "guard was installed, so its calls are not counted)")
         message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}, "
@@ -245,7 +247,7 @@ def _clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
     for watch in watches:
         watch.restore_listeners()
     for watch in watches:
-        watch._guard._blind("recompile-cli guard: jax.monitoring.clear_event_listeners()"
+        watch.blind("recompile-cli guard: jax.monitoring.clear_event_listeners()"
                             + _at(frame) + " removed the guard's listeners; the guard put "
                             "them back and goes on guarding", frame)
     return result
