@@ -156,15 +156,15 @@ class RecompileReport:
 
     # -- text ------------------------------------------------------------------------------------
     def render(self, fmt: str = "table", show_all: bool | None = None) -> str:
-        """The report in any CLI format: ``table``, ``markdown``, ``json``, ``csv``,
-        ``chrome-trace`` or ``html`` (a whole page).
+        """The report in any format of ``render.FORMATS``, as ``--format`` writes it:
+        ``table``, ``markdown``, ``json``, ``csv``, ``chrome-trace`` or ``html`` (a whole page).
 
         Raises:
             ValueError: an unknown format; TypeError: a ``fmt`` or ``show_all`` of a wrong type.
         """
         from recompile_cli.render import FORMATS, render
 
-        options.choice(fmt, "fmt", FORMATS)
+        options.choice(fmt, "fmt", tuple(FORMATS))
         shown = self.show_all if show_all is None else options.flag(show_all, "show_all")
         return render(self.report, fmt, show_all=shown)
 

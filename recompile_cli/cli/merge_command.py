@@ -19,6 +19,7 @@ import typer
 from recompile_cli.cli import output
 from recompile_cli.cli.output import Problems
 from recompile_cli.errors import RecompileError
+from recompile_cli.render import extensions_text, guess_format
 
 
 class MergeFormat(enum.StrEnum):
@@ -27,7 +28,7 @@ class MergeFormat(enum.StrEnum):
     json = "json"
 
 
-_EXTENSIONS = {".json": "json", ".md": "markdown", ".txt": "table"}
+_FORMATS = [f.value for f in MergeFormat]
 
 
 def merge(
@@ -105,8 +106,8 @@ def _check_distinct_files(reports: list[Path]) -> None:
 def _file_format(fmt: MergeFormat | None, path: Path | None) -> str | None:
     if path is None:
         return None
-    found = fmt.value if fmt else _EXTENSIONS.get(path.suffix.lower())
+    found = fmt.value if fmt else guess_format(str(path), among=_FORMATS)
     if found is None:
         raise RecompileError(f"--output {path}: cannot tell the format from the name. Give the "
-                             "file an extension (.json, .md, .txt) or pass --format.")
+                             f"file an extension ({extensions_text(_FORMATS)}) or pass --format.")
     return found

@@ -18,7 +18,7 @@ import typer
 from recompile_cli import options
 from recompile_cli.cli import output
 from recompile_cli.errors import RecompileError
-from recompile_cli.render.registry import FORMATS
+from recompile_cli.render import FORMATS, extensions_text
 from recompile_cli.session.model import CauseCode, HookMode
 
 if TYPE_CHECKING:
@@ -46,9 +46,8 @@ FormatOption = Annotated[Format | None, typer.Option(
     "file's format (default: from its extension).")]
 OutputOption = Annotated[Path | None, typer.Option(
     "--output", "-o", parser=output.path_option, metavar="PATH",
-    help="Also write the report to this file (.json, .md, .txt, .csv, "
-    ".html, .trace.json); with csv, a folder gets functions.csv, events.csv, causes.csv and "
-    "compile_cost.csv.")]
+    help=f"Also write the report to this file ({extensions_text()}); with csv, a folder gets "
+    "functions.csv, events.csv, causes.csv and compile_cost.csv.")]
 SaveOption = Annotated[Path | None, typer.Option(
     "--save", parser=output.path_option, metavar="PATH",
     help="Save the session as JSON, to render later with `recompile-cli report`.")]

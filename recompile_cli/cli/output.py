@@ -158,7 +158,7 @@ def check_report_files(files: ReportFiles) -> None:
 def output_format(files: ReportFiles) -> str:
     """The format ``--output`` is written in: ``--format``, else the file's extension, else CSV
     tables for an existing folder. Raises ``RecompileError`` when none of these says."""
-    from recompile_cli.render.registry import guess_format
+    from recompile_cli.render import extensions_text, guess_format
 
     assert files.output is not None
     found = files.fmt or guess_format(str(files.output))
@@ -167,7 +167,7 @@ def output_format(files: ReportFiles) -> str:
     if found is None:
         raise RecompileError(
             f"--output {files.output}: cannot tell the format from the name. Give the file an "
-            "extension (.json, .md, .txt, .csv, .html, .trace.json), pass --format, or name an "
+            f"extension ({extensions_text()}), pass --format, or name an "
             "existing folder to get the CSV tables in it.")
     return found
 

@@ -20,8 +20,8 @@ from recompile_cli.gate.against_baseline import NOISE_FLOOR_SECONDS, compile_reg
 from recompile_cli.gate.baseline import Baseline, load_baseline, save_baseline
 from recompile_cli.gate.budgets import load_budget_file
 from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate
+from recompile_cli.render import FORMATS, json_report
 from recompile_cli.render import csv as csv_render
-from recompile_cli.render import json_report, registry
 from recompile_cli.render.diff import render_diff
 from recompile_cli.session import files
 from recompile_cli.session.model import (
@@ -155,7 +155,7 @@ def test_the_human_formats_have_the_section(fmt):
             "html": html.render}[fmt](report)
     assert "Compile cost" in text and "1,204 equations" in text
     assert "a Python loop unrolled 300 times" in text and "16.0 MB" in text
-    assert fmt in registry.FORMATS
+    assert fmt in FORMATS
 
 
 def test_max_equations_budget(tmp_path):

@@ -26,14 +26,14 @@ from builders import session as make_session
 from recompile_cli.analysis.compare import FunctionChange, NewCause
 from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.evaluate import BudgetRow, GateResult, Rule, Violation
-from recompile_cli.render import escape, render
+from recompile_cli.render import FORMATS, escape, render
 from recompile_cli.render import table as terminal
 from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
 from recompile_cli.render.csv import render_files
 from recompile_cli.render.diff import render_diff
 
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]")  # anything but "\n"
-ALL_FORMATS = ["table", "markdown", "csv", "html", "chrome-trace", "json"]
+ALL_FORMATS = list(FORMATS)
 
 
 @pytest.fixture(scope="module")
