@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -54,6 +55,11 @@ def interruption_code(exc: BaseException) -> ExitCode:
     return ExitCode.SIGTERM if isinstance(exc, Terminated) else ExitCode.SIGINT
 
 
+def interruption(code: int) -> BaseException:
+    """The exception that an interruption with exit code ``code`` raises."""
+    return Terminated() if code == ExitCode.SIGTERM else KeyboardInterrupt()
+
+
 def interruption_text(code: ExitCode) -> str:
     """``interrupted by Ctrl-C (SIGINT)`` or ``terminated by SIGTERM``."""
     return _TEXTS[code]
@@ -72,8 +78,19 @@ def exit_code(*, interrupted: ExitCode | None = None, failed: bool = False,
     return ExitCode.OK if gate_held else ExitCode.GATE
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated()
+DUPLICATE_WINDOW = 0.5  # seconds in which a second interruption is the same one, delivered twice
+_raised_at: list[float] = []  # when ``_interrupt`` last raised
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM ``Terminated``, once: the same signal
+    often comes twice at once (a terminal's Ctrl-C reaches a supervised run's child directly
+    and through its supervisor), and a second raise would break the first one's clean-up."""
+    now = time.monotonic()
+    if _raised_at and now - _raised_at[-1] < DUPLICATE_WINDOW:
+        return
+    _raised_at[:] = [now]
+    raise interruption(_CODES[signal.Signals(signum)])
 
 
 _pending: list[ExitCode] = []  # the code of a signal deferred by ``_defer``, not yet taken
@@ -89,7 +106,7 @@ def defer_signals(early: Sequence[int] = ()) -> None:
     the tool itself; the first one (or the first of ``early``, signals noted before this
     module was imported) waits for ``raise_pending``, ``deferred_signals`` or
     ``pending_code``. For the whole process: only the command line calls it."""
-    if _in_main_thread():
+    if in_main_thread():
         for sig in _CODES:
             signal.signal(sig, _defer)
     for signum in early[:1]:
@@ -111,7 +128,7 @@ def raise_pending() -> None:
         raise KeyboardInterrupt()
 
 
-def _in_main_thread() -> bool:
+def in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
@@ -125,12 +142,12 @@ def _restore(previous: dict[signal.Signals, Any]) -> None:
 def sigterm_raises() -> Iterator[None]:
     """While the block runs (the target), SIGTERM raises ``Terminated`` and Ctrl-C
     ``KeyboardInterrupt`` (main thread only); the previous handlers come back afterwards."""
-    if not _in_main_thread():
+    if not in_main_thread():
         yield
         return
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
     if signal.getsignal(signal.SIGINT) is _defer:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:
@@ -150,7 +167,7 @@ def deferred_signals() -> Iterator[Received]:
     written), so that an interruption never loses what was recorded; ``received.code`` is then
     130 or 143, the first signal's (a deferred one included)."""
     received = Received(pending_code())
-    if not _in_main_thread():
+    if not in_main_thread():
         yield received
         return
 

@@ -106,23 +106,30 @@ def flag(value: Any, parameter: str) -> bool:
     return value
 
 
+MAX_RUN_TIMEOUT = 30 * 86400.0  # --timeout: thirty days
 MAX_HOST_TIMEOUT = 86400.0  # seconds (a day): --check-hosts never waits without a bound
 
 
 def host_timeout(value: Any, parameter: str = "host_timeout") -> float:
-    """Seconds to wait for the other processes' compiles (``check_hosts``): a finite number
-    above 0 and at most ``MAX_HOST_TIMEOUT``, not a bool or a text."""
+    """Seconds to wait for the other processes' compiles (``check_hosts``): ``seconds`` up to
+    ``MAX_HOST_TIMEOUT`` (a day)."""
+    return seconds(value, parameter, MAX_HOST_TIMEOUT, "a day")
+
+
+def seconds(value: Any, parameter: str, maximum: float, maximum_text: str) -> float:
+    """A number of seconds: finite, above 0 and at most ``maximum`` (``maximum_text`` says it
+    in words), not a bool or a text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{parameter}={value!r} is not a number of seconds: use a number above "
-                        f"0, at most {MAX_HOST_TIMEOUT:g}, e.g. {parameter}=60")
+                        f"0, at most {maximum:g}, e.g. {parameter}=60")
     try:
-        seconds = float(value)
+        found = float(value)
     except OverflowError:  # an int beyond any float
-        seconds = float("inf")
-    if not 0 < seconds <= MAX_HOST_TIMEOUT:  # NaN and infinities included
+        found = float("inf")
+    if not 0 < found <= maximum:  # NaN and infinities included
         raise ValueError(f"{parameter}={value!r}: use a number of seconds above 0, at most "
-                         f"{MAX_HOST_TIMEOUT:g} (a day), e.g. {parameter}=60")
-    return seconds
+                         f"{maximum:g} ({maximum_text}), e.g. {parameter}=60")
+    return found
 
 
 # -- a function and its calls, given to the Python API (``forecast``) ----------------------------

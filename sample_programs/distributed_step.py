@@ -61,6 +61,8 @@ def main():
     parser.add_argument("--batch", type=int, default=32, help="rows per process")
     parser.add_argument("--diverge-at", type=int, default=None,
                         help="the last process feeds half a batch at this step (1-based)")
+    parser.add_argument("--leave-shutdown-to-jax", action="store_true",
+                        help="do not call jax.distributed.shutdown(): JAX's exit handler does")
     args = parser.parse_args()
     joined = start(args)
     me, count = jax.process_index(), jax.process_count()
@@ -76,7 +78,7 @@ def main():
                  for k, v in local.items()}
         loss = step(params, batch)
         print(f"process {me} of {count}: step {i} loss {float(loss):.3f}", flush=True)
-    if joined:
+    if joined and not args.leave_shutdown_to_jax:
         jax.distributed.shutdown()
 
 

@@ -1,8 +1,9 @@
-"""Forecasts: how many compiles a workload needs, and which a warm-up misses, before it runs.
+"""Forecasts from Python: how many compiles a list of calls needs, and which a warm-up misses,
+before anything runs.
 
-Wires ``capture.forecast`` (tracing on abstract arguments under the recorder) to the same
-analysis, reports and gates as ``profile``: ``forecast_target`` serves ``recompile-cli
-forecast``, ``forecast`` is the Python API and returns the ``RecompileReport`` of ``analyse()``::
+``forecast`` wires ``capture.forecast`` (tracing on abstract arguments under the recorder) to
+the same analysis as ``analyse()`` and returns its ``RecompileReport`` (``recompile-cli
+forecast`` runs the same steps in its measured child process, ``cli.child``)::
 
     import jax, recompile_cli
 
@@ -12,55 +13,23 @@ forecast``, ``forecast`` is the Python API and returns the ``RecompileReport`` o
 
 A warm-up (``warmup=``) is a list of calls made first, with the same function object; every
 compile of the workload after it is a signature that the warm-up does not cover, listed in the
-session's warnings with the call that first needs it and its cause.
+session's warnings with the call that first needs it and its cause (``analysis.warmup``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli import options
-from recompile_cli.session.model import Event, HookMode, Session
+from recompile_cli.session.model import HookMode
 
 if TYPE_CHECKING:
-    from recompile_cli.analysis.report import Report
     from recompile_cli.api.report import RecompileReport
-    from recompile_cli.capture.forecast import Forecaster
-    from recompile_cli.capture.runner import Outcome, Progress
     from recompile_cli.inputs.spec import Spec
 
-__all__ = ["Forecast", "forecast", "forecast_target"]
-
-
-@dataclass(frozen=True, slots=True)
-class Forecast:
-    """A finished forecast: the outcome of tracing (its session holds the predicted compiles)
-    and how many of its calls were the warm-up's (they come first)."""
-
-    outcome: Outcome
-    warmup_calls: int = 0
-
-
-def forecast_target(target: str, spec: Spec, jit_options: dict[str, Any], *,
-                    warmup: Spec | None = None, lower: bool = False, keep_going: bool = False,
-                    hook_mode: HookMode = HookMode.PRIVATE, progress: Progress | None = None
-                    ) -> Forecast:
-    """Import ``target`` and trace every call of ``warmup`` (if any), then of ``spec``.
-
-    Raises:
-        TargetError: the target's module, file or function does not exist or cannot be imported.
-    """
-    from recompile_cli.capture import runner
-    from recompile_cli.capture.forecast import Forecaster, spec_array
-
-    calls = _after_warmup(warmup, spec)
-    forecaster = Forecaster(lower)
-    outcome = runner.profile(target, calls, jit_options, False, keep_going,
-                             runner.RunOptions(hook_mode, progress=progress, invoke=forecaster,
-                                               spec_array=spec_array))
-    return _finished(outcome, forecaster, calls, warmup)
+__all__ = ["forecast"]
 
 
 def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
@@ -81,21 +50,26 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
             that ``fn`` does not have.
     """
     from recompile_cli.analysis.report import build_report
+    from recompile_cli.analysis.warmup import coverage_notes
     from recompile_cli.api.report import RecompileReport
     from recompile_cli.capture import runner
-    from recompile_cli.capture.forecast import Forecaster
+    from recompile_cli.capture.forecast import Forecaster, forecast_session
+    from recompile_cli.inputs.spec import after_warmup
 
     fn = options.function(fn, "fn")
     warm = _api_spec(warmup, "warmup") if warmup is not None else None
-    spec = _after_warmup(warm, _api_spec(calls, "calls"))
+    spec = after_warmup(warm, _api_spec(calls, "calls"))
     forecaster = Forecaster(options.flag(lower, "lower"))
     run = runner.RunOptions(options.hook_mode(hook_mode, "hook_mode"), invoke=forecaster)
     keep_going = options.flag(keep_going, "keep_going")
     _check_jit_options(fn, jit_options)
     label = getattr(fn, "__qualname__", None) or repr(fn)
     outcome = runner.profile_function(fn, label, spec, jit_options, keep_going, run)
-    done = _finished(outcome, forecaster, spec, warm)
-    return RecompileReport(build_report(done.outcome.session))
+    session = forecast_session(outcome.session, forecaster, spec)
+    if warm is not None and warm.cases:
+        notes = coverage_notes(session, [c.label for c in spec.cases], len(warm.cases))
+        session = replace(session, warnings=(*session.warnings, *notes))
+    return RecompileReport(build_report(session))
 
 
 def _check_jit_options(fn: Callable[..., Any], jit_options: dict[str, Any]) -> None:
@@ -122,52 +96,3 @@ def _api_spec(calls: Any, name: str) -> Spec:
     cases = [Case(i, f"{name}[{i}]", args, kwargs, f"{name}[{i}]")
              for i, (args, kwargs) in enumerate(options.calls(calls, name))]
     return Spec("", {}, tuple(cases))
-
-
-def _after_warmup(warmup: Spec | None, spec: Spec) -> Spec:
-    """One spec: the warm-up's calls, then the workload's, numbered in that order."""
-    if warmup is None:
-        return spec
-    cases = (*warmup.cases, *spec.cases)
-    return replace(spec, cases=tuple(replace(c, index=i) for i, c in enumerate(cases)))
-
-
-def _finished(outcome: Outcome, forecaster: Forecaster, spec: Spec, warmup: Spec | None
-              ) -> Forecast:
-    """The outcome with its predicted session, and the warm-up's coverage in its warnings."""
-    from recompile_cli.capture.forecast import predicted
-
-    keys = list(outcome.session.calls)
-    session = outcome.session
-    if keys:  # none when importing the target failed: nothing was traced
-        session = predicted(session, forecaster, spec, keys[0])
-    count = len(warmup.cases) if warmup is not None else 0
-    if count:
-        session = replace(session, warnings=(*session.warnings,
-                                             *coverage_notes(session, spec, count)))
-    return Forecast(replace(outcome, session=session), count)
-
-
-def coverage_notes(session: Session, spec: Spec, warmup_calls: int) -> list[str]:
-    """One line per compile of the workload after the first ``warmup_calls`` calls of ``spec``
-    (the warm-up's): a signature the warm-up does not cover, the call that first needs it, and
-    why (its cause)."""
-    from recompile_cli.analysis.report import build_report
-
-    report = build_report(session)
-    missed = [e for e in session.events if e.compiled and e.depth == 0
-              and e.call_index is not None and e.call_index >= warmup_calls]
-    if not missed:
-        return [f"warm-up: its {warmup_calls} call(s) cover every signature of the workload; "
-                "the workload compiles nothing more"]
-    return [f"warm-up: {len(missed)} signature(s) of the workload are not covered and compile "
-            "at run time:"] + [_miss(report, e, spec.cases[e.call_index].label)
-                               for e in missed if e.call_index is not None]
-
-
-def _miss(report: Report, event: Event, call: str) -> str:
-    cause = report.primary(event)
-    where = f" at {cause.argument}" if cause.argument else ""
-    change = f" ({cause.before} -> {cause.after})" if cause.before or cause.after else ""
-    return (f"warm-up miss: {event.function} compiles at {call}: "
-            f"{cause.code}{where}{change}")

@@ -159,6 +159,13 @@ def _named_arguments(call: Callable[..., Any], args: list[Any], kwargs: dict[str
     return list(bound.arguments.items())
 
 
+def forecast_session(session: Session, forecaster: Forecaster, spec: Spec) -> Session:
+    """The forecast of a recorded run of ``spec``'s calls to one target (``predicted``), or the
+    session as it is when nothing was traced (importing the target failed)."""
+    keys = list(session.calls)
+    return predicted(session, forecaster, spec, keys[0]) if keys else session
+
+
 def predicted(session: Session, forecaster: Forecaster, spec: Spec, key: str) -> Session:
     """The forecast session: ``session`` (recorded while tracing) with each compile the run
     would make marked ``compiled``, plus the compiles without a re-trace that only a sharding

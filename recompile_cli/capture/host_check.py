@@ -19,17 +19,22 @@ nothing and says so in the report's warnings.
   before the program runs.
 * Some never arrived (the hard case: they run a program compiled before and wait in its
   collective): the waiting process writes the message under the store's stop key and raises.
-* A process that is not compiling learns it from its watcher, a daemon thread blocked on the
-  stop key: it cannot raise in a main thread blocked in a collective, so it calls ``on_stuck``
-  (the command line's: write the report with the message as the failure; the guard's: print the
-  message), then ends the process with ``os._exit(3)``, skipping JAX's exit-time shutdown,
+* A process that is not compiling learns it from its watcher, a daemon thread that polls the
+  stop key: it cannot raise in a main thread blocked in a collective, so it calls ``finish``
+  (the command line's: end the events log with the message as the failure; the guard's: print
+  the message), then ends the process with ``os._exit(3)``, skipping JAX's exit-time shutdown,
   which would wait for the stopped peers.
+
+The watcher never waits in JAX's native store at interpreter exit: ``claim`` and an ``atexit``
+handler (which runs before JAX's own, registered when JAX was imported) stop it and join it, so
+that a script that leaves ``jax.distributed.shutdown()`` to JAX's exit handler ends cleanly.
 
 A single-process run, or a run before ``jax.distributed.initialize``, checks nothing.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
 import os
@@ -39,6 +44,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from recompile_cli import exits
 from recompile_cli.capture.jax import distributed
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.host_entries import Entry, decode_entry, encode_entry, entry_of
@@ -68,19 +74,25 @@ Missing = Callable[[Entry, list[int], dict[int, Entry | None], float], str]
 Finish = Callable[[Session, str], int]
 # a message as it may be printed (``render.escape.terminal``: one line, control characters escaped)
 Shown = Callable[[str], str]
+# the exit code of an interruption asked for while a compile waits (None: none); a supervised
+# run's child learns it from its supervisor, since a native signal handler (JAX's preemption
+# notifier takes SIGTERM once jax.distributed is initialized) may keep the signal from Python
+Interrupted = Callable[[], int | None]
 
 
 class HostCheck:
     """The check of one run; ``bind`` it to the recorder whose ``on_compile`` it is."""
 
     def __init__(self, timeout: float, mismatch: Mismatch, missing: Missing,
-                 finish: Finish | None = None, shown: Shown = str) -> None:
+                 finish: Finish | None = None, shown: Shown = str,
+                 interrupted: Interrupted | None = None) -> None:
         # The keys of the n-th check of each process (``run`` once; a guard installed again,
         # in the same order on every process): another check's entries are never compared.
         self._prefix = f"{PREFIX}/{next(_checks)}"
         self.timeout = timeout
         self._mismatch, self._missing, self._finish = mismatch, missing, finish
         self._shown = shown  # every message, this process's or read from the store
+        self._interrupted = interrupted
         self._store: distributed.Store | None = None
         self._recorder: Recorder | None = None
         self._seqs: dict[str, int] = {}  # function key -> its checked compiles so far
@@ -90,6 +102,7 @@ class HostCheck:
         self._closed = False  # the guard was removed: the watcher leaves without a word
         self._warned = False
         self._compiling_since: float | None = None  # the compiling thread is checking
+        self._watcher: threading.Thread | None = None
         self.stopped: str | None = None  # the message the job stopped with
 
     def bind(self, recorder: Recorder) -> None:
@@ -119,8 +132,10 @@ class HostCheck:
                 self._warned = True
                 self._recorder.warn(f"--check-hosts checked nothing: {reason}")
             if self._store is not None:
-                threading.Thread(target=self._watch, name="recompile-cli host check",
-                                 daemon=True).start()
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name="recompile-cli host check")
+                self._watcher.start()
+                atexit.register(self._stop_watching)
         return self._store
 
     def _spans(self, event: Event) -> bool:
@@ -162,6 +177,9 @@ class HostCheck:
             if not absent:
                 message = self._mismatch(entries)
                 return None if message is None else _publish(store, self._stop_key, message)
+            code = self._interrupted() if self._interrupted is not None else None
+            if code is not None:  # raised from the compiling call, like the signal itself
+                raise exits.interruption(code)
             left = deadline - time.monotonic()
             if left <= 0:
                 last = {p: _last_of(store, folder.format(p)) for p in absent}
@@ -176,7 +194,7 @@ class HostCheck:
     def _watch(self) -> None:
         store = self._store
         while store is not None and not self._done.is_set() and store.alive():
-            message = store.wait(self._stop_key, 1.0)
+            message = store.wait(self._stop_key, POLL)
             if message is None:
                 continue
             message = self._shown(message)
@@ -196,14 +214,25 @@ class HostCheck:
     def close(self) -> None:
         """Stop watching (the guard was removed); compiles are no longer checked."""
         self._closed = True
-        self._done.set()
+        self._stop_watching()
 
     def claim(self) -> bool:
-        """True for the first caller: it reports the stop; the watcher stops watching."""
+        """True for the first caller: it reports the stop; the watcher stops watching (and,
+        when another thread claims, has returned when this does)."""
         with self._lock:
             claimed, self._claimed = self._claimed, True
+        if claimed:
+            return False
+        self._stop_watching()
+        return True
+
+    def _stop_watching(self) -> None:
+        """Stop the watcher and wait for it to return (it polls: a fraction of a second), so
+        that no thread of ours waits in JAX's native store while the process ends."""
         self._done.set()
-        return not claimed
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=POLL + 5.0)
 
     def _stop_here(self, message: str) -> None:
         """End this process from the watcher: the report first (``finish``), else the

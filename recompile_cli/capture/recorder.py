@@ -58,7 +58,8 @@ class Recorder:
             are missing) or ``HookMode.PUBLIC_ONLY`` to use only the public monitoring events;
             their values (``"private"``, ``"public-only"``) are accepted too.
         events_log: stream every event, each time it changes, to this JSON-lines file
-            (flushed), so that a killed run leaves everything recorded until then.
+            (flushed), so that a killed run leaves everything recorded until then; or to an
+            ``EventLog`` its caller opened (a supervised run's pipe), which the caller ends.
         on_compile: called with each top-level event when its backend compile completes, on
             the compiling thread, inside the user's jitted call. Unlike every other callback,
             what it raises is not caught: it reaches that call (the runtime guard uses this).
@@ -68,7 +69,7 @@ class Recorder:
     """
 
     def __init__(self, target: str = "", hook_mode: HookMode = HookMode.PRIVATE,
-                 events_log: str | Path | None = None,
+                 events_log: str | Path | EventLog | None = None,
                  on_compile: Callable[[Event], None] | None = None,
                  compile_cost: bool = True, cache_keys: bool = True) -> None:
         self.target = target
@@ -122,7 +123,8 @@ class Recorder:
         listeners.register_listener("event_duration", self._on_duration)
         listeners.register_listener("event", self._on_event)
         if self._events_log_path is not None:  # the end record completes its environment
-            self._log = EventLog(self._events_log_path)
+            self._log = (self._events_log_path if isinstance(self._events_log_path, EventLog)
+                         else EventLog(self._events_log_path))
             self._log.header(self.environment(), self.target, self.base_context)
         forks.track(self)
         return self
@@ -131,6 +133,8 @@ class Recorder:
         """In a child of ``os.fork``: a lock of its own, and the parent's events log left to
         the parent (``capture.forks``)."""
         self._lock = threading.Lock()
+        if self._log is not None:
+            self._log.abandon()
         self._log = None
 
     def count_call(self, key: str) -> int:
@@ -178,8 +182,8 @@ class Recorder:
         if self._log is not None and self._log.problem:
             self._warnings.append(self._log.problem)
         self.session = self.snapshot(final=True)
-        if self._log is not None:
-            self._log.end(self.session)
+        if self._log is not None and not isinstance(self._events_log_path, EventLog):
+            self._log.end(self.session, self.interrupted, self.failure_traceback)
         return self.session
 
     def environment(self) -> Environment:

@@ -27,11 +27,12 @@ from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.capture.stack import exception_summary
 from recompile_cli.errors import TargetError
-from recompile_cli.session.model import HookMode, Session
+from recompile_cli.session.model import HookMode, Outcome
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by `profile` only, not by `run`
     from recompile_cli.capture.host_check import HostCheck
     from recompile_cli.inputs.spec import Spec
+    from recompile_cli.session.events_log import EventLog
 
 # progress(calls done, calls in all, compiles so far, seconds elapsed)
 Progress = Callable[[int, int, int, float], None]
@@ -41,19 +42,9 @@ Invoke = Callable[[Callable[..., Any], list[Any], dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """A finished run: its session, and how it ended."""
-
-    session: Session
-    failure: str | None  # one line when the target raised, exited or was interrupted
-    interrupted: exits.ExitCode | None = None  # the exit code of an interruption (130, 143)
-    traceback: str | None = None  # the first exception's traceback, the user's frames
-
-
-@dataclass(frozen=True, slots=True)
 class RunOptions:
     hook_mode: HookMode = HookMode.PRIVATE
-    events_log: Path | None = None
+    events_log: Path | EventLog | None = None  # a file, or a supervised run's pipe
     progress: Progress | None = None
     count_calls: bool = False  # scripts only: count calls of the functions the script jits
     host_check: HostCheck | None = None  # --check-hosts: called at each compile

@@ -10,7 +10,7 @@ gates, exit code) are ``finish``'s; ``merge`` and ``forecast`` live in modules o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -45,13 +45,11 @@ from recompile_cli.cli.options_cli import (
     StaticArgnamesOption,
     StaticArgnumsOption,
     StrictOption,
+    TimeoutOption,
     spec_of,
 )
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
 from recompile_cli.session.model import HookMode
-
-if TYPE_CHECKING:
-    from recompile_cli.capture.host_check import HostCheck
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
@@ -79,23 +77,24 @@ def profile(
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
     events_log: EventsLogOption = None, quiet: QuietOption = False,
     max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
+    timeout: TimeoutOption = None,
 ) -> None:
-    """Call TARGET as the spec says, under the recorder, and report every trace and compile."""
-    from recompile_cli.capture import runner
+    """Call TARGET as the spec says, in a process of its own under the recorder, and report
+    every trace and compile."""
+    from recompile_cli.cli.child import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log)
         spec = spec_of(args, max_array_bytes, max_calls)
-        jit_options = options_cli.jit_options(spec, static_argnames, static_argnums)
-        if compilation_cache:
-            runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
-        progress = None if quiet else output.progress_printer()
-        try:
-            outcome = runner.profile(target, spec, jit_options, no_jit, keep_going,
-                                     runner.RunOptions(hook_mode, request.events_log, progress))
-        finally:
-            output.end_progress(progress)
+        job = Job(kind="profile", target=target, spec=spec.path or None,
+                  max_array_bytes=max_array_bytes, max_calls=max_calls,
+                  jit_options=options_cli.jit_options(spec, static_argnames, static_argnums),
+                  no_jit=no_jit, keep_going=keep_going, hook_mode=hook_mode.value,
+                  compilation_cache=options_cli.cache_folder(compilation_cache))
+        outcome = finish.supervised(job, request.events_log, quiet=quiet,
+                                    timeout=options_cli.run_timeout(timeout),
+                                    stdout_to_stderr=request.files.machine_readable)
     finish.finish(outcome, request)
 
 
@@ -123,31 +122,27 @@ def run(
     host_timeout: Annotated[float | None, typer.Option(
         "--host-timeout", metavar="SECONDS", help="With --check-hosts: seconds to wait for the "
         "other processes' compiles (above 0, at most 86400; default 60).")] = None,
+    quiet: QuietOption = False, timeout: TimeoutOption = None,
 ) -> None:
-    """Run SCRIPT like `python SCRIPT ARGS...` and report every trace and compile it caused.
+    """Run SCRIPT like `python SCRIPT ARGS...`, in a process of its own under the recorder,
+    and report every trace and compile it caused.
 
     Options go before SCRIPT; everything after it is passed to the script. When the report
     goes to stdout in a machine-readable format (-f json, csv, ...), the script's own output
     goes to stderr so that the two never mix."""
-    from recompile_cli.capture import runner
+    from recompile_cli.cli.child import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log,
                                  fail_on_compile_regression)
-        if compilation_cache:
-            runner.use_compilation_cache(output.absolute(compilation_cache))  # type: ignore[arg-type]
-        machine_readable = request.files.output is None and request.files.fmt not in (
-            None, "table")
-        timeout = _host_timeout(check_hosts, host_timeout)
-        with output.script_stdout_to_stderr(machine_readable):
-            hosts = _host_check(timeout, request) if timeout is not None else None
-            outcome = runner.run_script(script, list(script_args or []), runner.RunOptions(
-                hook_mode, request.events_log, count_calls=count_calls, host_check=hosts))
-    if hosts is not None:  # when it stopped the job, it ends the process itself
-        from recompile_cli.guards.hosts import conclude
-
-        conclude(hosts, outcome, lambda done: finish.finish(done, request))
+        job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
+                  hook_mode=hook_mode.value, count_calls=count_calls,
+                  host_timeout=_host_timeout(check_hosts, host_timeout),
+                  compilation_cache=options_cli.cache_folder(compilation_cache))
+        outcome = finish.supervised(job, request.events_log, quiet=quiet,
+                                    timeout=options_cli.run_timeout(timeout),
+                                    stdout_to_stderr=request.files.machine_readable)
     finish.finish(outcome, request)
 
 
@@ -169,12 +164,6 @@ def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:
         raise RecompileError(str(exc)) from None
 
 
-def _host_check(timeout: float, request: finish.Request) -> HostCheck:
-    from recompile_cli.guards.hosts import host_check
-
-    return host_check(timeout, lambda done: finish.finish(done, request))
-
-
 @app.command()
 def check(
     budget_file: Annotated[Path | None, typer.Argument(
@@ -187,8 +176,10 @@ def check(
     junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.PRIVATE,
     strict: StrictOption = False,
     fail_on_compile_regression: CompileRegressionOption = None,
+    quiet: QuietOption = False, timeout: TimeoutOption = None,
 ) -> None:
-    """Run every target of the budget file and fail (exit 1) when a budget is broken."""
+    """Run every target of the budget file, each in a process of its own, and fail (exit 1)
+    when a budget is broken."""
     from recompile_cli.cli.check_runner import run_checks
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.budgets import find_budget_file, load_budget_file
@@ -204,7 +195,8 @@ def check(
         output.check_writable(save_to, "--save-baseline")
         finish.needs_baseline(fail_on_compile_regression, baseline)
         loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
-        runs, interrupted = run_checks(budgets, hook_mode)
+        runs, interrupted = run_checks(budgets, hook_mode, quiet=quiet,
+                                       timeout=options_cli.run_timeout(timeout))
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",

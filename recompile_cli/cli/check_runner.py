@@ -1,9 +1,11 @@
 """``recompile-cli check``: run every target of a budget file and pair each with its gates (the
-orchestration of capture, analysis and gate that the command needs; ``gate`` itself stays pure).
+orchestration of the measured process, analysis and gate that the command needs; ``gate``
+itself stays pure).
 
-Everything in the file (and every spec it names) is validated before anything runs; targets run
-from the budget file's folder, since its paths are relative to it. A target that raises or exits
-is recorded as that target's error (the gate fails); Ctrl-C or SIGTERM stops the whole check.
+Everything in the file (and every spec it names) is validated before anything runs; each target
+runs in a measured process of its own (``cli.finish.supervised``) in the budget file's folder,
+since its paths are relative to it. A target that raises, exits or does not finish is recorded as
+that target's error (the gate fails); Ctrl-C or SIGTERM stops the whole check.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from pathlib import Path
 
 from recompile_cli import exits
 from recompile_cli.analysis.report import Report, build_report
-from recompile_cli.capture import runner
-from recompile_cli.capture.runner import Outcome
+from recompile_cli.cli import finish
+from recompile_cli.cli.child import Job
 from recompile_cli.exits import ExitCode
 from recompile_cli.gate.budgets import BudgetFile, TargetBudget
 from recompile_cli.gate.evaluate import Gated, Gates
@@ -25,16 +27,19 @@ from recompile_cli.inputs.spec import Spec, load_spec, single_call
 from recompile_cli.session.model import FunctionKey, HookMode
 
 
-def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE
+def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
+               quiet: bool = False, timeout: float | None = None
                ) -> tuple[list[Gated], ExitCode | None]:
     """Run the targets in order; returns each run with its gates, and the exit code of an
-    interruption (130/143) that stopped the check early, if any."""
+    interruption (130/143) that stopped the check early, if any. ``timeout`` applies to each
+    target."""
     runs: list[Gated] = []
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec
         for target, spec in zip(budgets.targets, specs, strict=True):
             try:
-                outcome = _run(target, spec, hook_mode)
+                outcome = finish.supervised(_job(target, spec, hook_mode), quiet=quiet,
+                                            timeout=timeout, cwd=Path(budgets.folder))
             except exits.INTERRUPTIONS as exc:  # a signal deferred before the target started
                 return runs, exits.interruption_code(exc)
             report = build_report(outcome.session)
@@ -42,9 +47,8 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
                           steady_state_of=steady_of)
             runs.append(Gated(target.label, report, gates, outcome.failure))
-            interrupted = outcome.interrupted or exits.pending_code()  # or deferred since
-            if interrupted:
-                return runs, interrupted
+            if outcome.interrupted:
+                return runs, ExitCode(outcome.interrupted)
     return runs, None
 
 
@@ -56,15 +60,16 @@ def _spec(target: TargetBudget) -> Spec | None:
     return load_spec(target.args, option="the budget file's 'args:'")
 
 
-def _run(target: TargetBudget, spec: Spec | None, hook_mode: HookMode) -> Outcome:
+def _job(target: TargetBudget, spec: Spec | None, hook_mode: HookMode) -> Job:
     if target.script is not None:
-        return runner.run_script(target.script, list(target.script_args), runner.RunOptions(
-            hook_mode, count_calls=target.steady_state_after is not None))
+        return Job(kind="script", target=target.script, script_args=tuple(target.script_args),
+                   hook_mode=hook_mode.value, count_calls=target.steady_state_after is not None)
     assert target.target is not None and spec is not None
     options = dict(spec.jit_options)
     options.update(dict(target.jit_options))
-    return runner.profile(target.target, spec, options, target.no_jit,
-                          options=runner.RunOptions(hook_mode))
+    return Job(kind="profile", target=target.target, spec=spec.path or None,
+               spec_option="the budget file's 'args:'", jit_options=options,
+               no_jit=target.no_jit, hook_mode=hook_mode.value)
 
 
 def _steady_state_keys(report: Report, target: TargetBudget) -> frozenset[str] | None:

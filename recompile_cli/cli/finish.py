@@ -1,12 +1,16 @@
 """What a recording command does around its run: ``request`` validates every report, save and
-gate option before the target runs (a ``Request``), and ``finish`` analyses the outcome, prints
-and writes the report, evaluates the gates and exits with the code (``exits``).
+gate option before the target runs (a ``Request``), ``supervised`` runs the target in the
+measured process (``cli.supervisor``, with the live status line on a terminal), and ``finish``
+analyses the outcome, prints and writes the report, evaluates the gates and exits with the code
+(``exits``).
 
-Shared by ``profile``, ``run`` (``cli.app``) and ``forecast`` (``cli.forecast_command``).
+Shared by ``profile``, ``run`` (``cli.app``), ``check`` (``cli.check_runner``) and ``forecast``
+(``cli.forecast_command``).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +23,10 @@ from recompile_cli.cli.options_cli import cause_codes
 from recompile_cli.cli.output import Problems, ReportFiles
 
 if TYPE_CHECKING:
-    from recompile_cli.capture.runner import Outcome
+    from recompile_cli.cli.child import Job
     from recompile_cli.gate.baseline import Baseline
     from recompile_cli.gate.evaluate import Gates
+    from recompile_cli.session.model import Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,26 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
                    output.for_process(output.absolute(events_log), None), compile_regression)
 
 
+def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
+               timeout: float | None = None, stdout_to_stderr: bool = False,
+               cwd: Path | None = None) -> Outcome:
+    """Run ``job`` in the measured process and return its outcome (``cli.supervisor``), with
+    the live status line on stderr when it is a terminal (``output.wants_live_line``)."""
+    from recompile_cli.cli import supervisor
+
+    live = None
+    if output.wants_live_line(quiet):
+        from recompile_cli.cli.live import LiveLine
+
+        live = LiveLine(sys.stderr)
+    try:
+        return supervisor.supervise(job, cwd=cwd, events_log=events_log, timeout=timeout,
+                                    observer=live, stdout_to_stderr=stdout_to_stderr)
+    finally:
+        if live is not None:
+            live.close()
+
+
 def needs_baseline(compile_regression: float | None, baseline: Path | None) -> None:
     """--fail-on-compile-regression needs --baseline: exit 2 without it."""
     if compile_regression is not None and baseline is None:
@@ -100,5 +125,6 @@ def finish(outcome: Outcome, request: Request) -> None:
             output.emit_gate(result, request.junit, outcome.session.target, problems)
     if outcome.traceback and not outcome.interrupted:
         output.message(outcome.traceback.rstrip("\n"))
-    raise typer.Exit(output.exit_code(outcome.failure, outcome.interrupted or received.code,
+    interrupted = exits.ExitCode(outcome.interrupted) if outcome.interrupted else received.code
+    raise typer.Exit(output.exit_code(outcome.failure, interrupted,
                                       result.held or not gated, problems))

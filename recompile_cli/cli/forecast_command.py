@@ -1,10 +1,11 @@
 """``recompile-cli forecast TARGET --args SPEC.yaml``: the compiles a workload will need, and
 which a warm-up misses, found by tracing on abstract arguments before anything runs.
 
-Registered on the application in ``cli.app``; it reads the specs, calls ``api.forecast``, and
-hands the predicted session to the same report, save and gate path as ``profile``
-(``cli.finish``), so the formats, ``--max-compiles``, ``--fail-on``, baselines and exit codes
-are ``profile``'s: 0, 1 when a gate fails, 2 for bad input, 3 when a call's trace raised.
+Registered on the application in ``cli.app``; it validates the specs, traces the calls in the
+measured process (``cli.child``, supervised like ``profile``), and hands the predicted session to
+the same report, save and gate path as ``profile`` (``cli.finish``), so the formats,
+``--max-compiles``, ``--fail-on``, baselines and exit codes are ``profile``'s: 0, 1 when a gate
+fails, 2 for bad input, 3 when a call's trace raised or the process did not finish.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from recompile_cli.cli.options_cli import (
     MaxCallsOption,
     MaxCompilesOption,
     OutputOption,
+    QuietOption,
     SaveBaselineOption,
     SaveOption,
     StaticArgnamesOption,
     StaticArgnumsOption,
+    TimeoutOption,
     spec_of,
 )
 from recompile_cli.cli.output import user_errors
@@ -59,18 +62,23 @@ def forecast(
     save_baseline: SaveBaselineOption = None,
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
     max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
+    quiet: QuietOption = False, timeout: TimeoutOption = None,
 ) -> None:
     """Predict every compile of TARGET over the spec's calls without running or compiling
     anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
     jit(f).trace()."""
-    from recompile_cli.api.forecast import forecast_target
+    from recompile_cli.cli.child import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, None)
         spec = spec_of(args, max_array_bytes, max_calls)
         warm = spec_of(warmup, max_array_bytes, max_calls, "--warmup") if warmup else None
-        jit_options = options_cli.jit_options(spec, static_argnames, static_argnums)
-        done = forecast_target(target, spec, jit_options, warmup=warm, lower=lower,
-                               keep_going=keep_going, hook_mode=hook_mode)
-    finish.finish(done.outcome, request)
+        job = Job(kind="forecast", target=target, spec=spec.path or None,
+                  warmup=warm.path if warm is not None else None,
+                  max_array_bytes=max_array_bytes, max_calls=max_calls,
+                  jit_options=options_cli.jit_options(spec, static_argnames, static_argnums),
+                  lower=lower, keep_going=keep_going, hook_mode=hook_mode.value)
+        outcome = finish.supervised(job, quiet=quiet, timeout=options_cli.run_timeout(timeout),
+                                    stdout_to_stderr=request.files.machine_readable)
+    finish.finish(outcome, request)

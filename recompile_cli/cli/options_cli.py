@@ -80,7 +80,11 @@ EventsLogOption = Annotated[Path | None, typer.Option(
     "--events-log", parser=output.path_option, metavar="PATH",
     help="Append every event to this JSON-lines file as it happens (flushed), "
     "so a killed run still leaves everything recorded; read it with `recompile-cli report`.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+QuietOption = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="No live status line on the terminal while the run goes on.")]
+TimeoutOption = Annotated[float | None, typer.Option(
+    "--timeout", metavar="SECONDS", help="Stop the target (SIGTERM, then SIGKILL 5 s later) if "
+    "it runs longer, report what it recorded, and exit 3.")]
 JunitOption = Annotated[Path | None, typer.Option(
     "--junit-xml", parser=output.path_option, metavar="PATH",
     help="Write the gate results as JUnit XML (one test case per function).")]
@@ -95,6 +99,22 @@ StaticArgnamesOption = Annotated[str | None, typer.Option(
     help="Comma-separated static argument names, for a plain (not jitted) target.")]
 StaticArgnumsOption = Annotated[str | None, typer.Option(
     help="Comma-separated static argument positions, for a plain target.")]
+
+
+def run_timeout(seconds: float | None) -> float | None:
+    """``--timeout``: a number of seconds above 0, at most thirty days (exit 2 otherwise)."""
+    if seconds is None:
+        return None
+    try:
+        return options.seconds(seconds, "--timeout", options.MAX_RUN_TIMEOUT, "thirty days")
+    except (TypeError, ValueError) as exc:
+        raise RecompileError(f"{exc}.") from None
+
+
+def cache_folder(path: Path | None) -> str | None:
+    """``--compilation-cache``: the folder, resolved against the starting folder."""
+    found = output.absolute(path)
+    return None if found is None else str(found)
 
 
 def spec_of(path: Path | None, max_array_bytes: int | None, max_calls: int | None,

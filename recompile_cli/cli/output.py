@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING
 import typer
 
 from recompile_cli import exits
-from recompile_cli.analysis.shorten import counted
 from recompile_cli.errors import RecompileError
 from recompile_cli.fileio import atomic_write_text
 from recompile_cli.render import escape
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
-    from recompile_cli.capture.runner import Progress
     from recompile_cli.gate.evaluate import GateResult
     from recompile_cli.session.model import Environment, Session
 
@@ -40,6 +38,12 @@ class ReportFiles:
     output: Path | None = None
     save: Path | None = None
     show_all: bool = False
+
+    @property
+    def machine_readable(self) -> bool:
+        """Whether stdout gets the report in a format for tools (``-f json`` and no
+        ``--output``): the target's own output then goes to stderr, so the two never mix."""
+        return self.output is None and self.fmt not in (None, "table")
 
 
 @dataclass
@@ -256,37 +260,17 @@ def exit_code(failure: str | None, interrupted: exits.ExitCode | None, gate_held
                            unwritten=bool(problems.messages), gate_held=gate_held)
 
 
-@contextlib.contextmanager
-def script_stdout_to_stderr(enabled: bool) -> Iterator[None]:
-    """While a script runs, send what it prints to stderr, so that a machine-readable report
-    on stdout stays parseable."""
-    if not enabled:
-        yield
-        return
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
-
-
-def progress_printer() -> Progress | None:
-    """A progress display on stderr (calls done, compiles so far, elapsed) for terminals only."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int, compiles: int, elapsed: float) -> None:
-        width = 24
-        filled = int(width * done / total) if total else width
-        bar = "#" * filled + "-" * (width - filled)
-        sys.stderr.write(f"\r[{bar}] calls {done}/{total}, {counted(compiles, 'compile')}, "
-                         f"{elapsed:.1f} s elapsed")
-        sys.stderr.flush()
-
-    return show
-
-
-def end_progress(progress: Progress | None) -> None:
-    if progress is not None:
-        sys.stderr.write("\r\033[K")  # clear the progress line
-        sys.stderr.flush()
+def wants_live_line(quiet: bool) -> bool:
+    """Whether a run shows the live status line (``cli.live``) on stderr: a terminal, outside
+    CI (``CI`` or ``GITHUB_ACTIONS`` set), not a ``dumb`` one, and not under ``--quiet``."""
+    if quiet or os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"):
+        return False
+    if os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _step_summary(markdown: Callable[[], str]) -> None:

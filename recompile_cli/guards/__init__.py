@@ -66,6 +66,7 @@ from types import TracebackType
 from typing import Any
 
 from recompile_cli import options
+from recompile_cli.capture.host_check import HostsDiverged
 from recompile_cli.exits import ExitCode
 from recompile_cli.guards import config as guard_config
 from recompile_cli.guards.config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
@@ -82,7 +83,7 @@ from recompile_cli.guards.watch import Watch, arm, disarm, innermost_user_frame
 from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
-           "GuardViolation", "RecompileLimitExceeded", "RecompileWarning",
+           "GuardViolation", "HostsDiverged", "RecompileLimitExceeded", "RecompileWarning",
            "UnmatchedBudgetWarning", "guard", "install_guard", "main", "parse_guard_spec"]
 
 LOGGER_NAME = "recompile_cli.guard"
@@ -271,7 +272,7 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
         check_hosts: in a multi-process job, check at each compile that every process
             compiles the same program, waiting ``host_timeout`` seconds for them; the compiling
             call raises ``HostsDiverged`` when they do not, and a process stopped by a peer
-            while it waits in a collective exits 3 (``recompile_cli.guards.hosts``). A bool.
+            while it waits in a collective exits 3 (``capture.host_check``). A bool.
         host_timeout: seconds, a number above 0 and at most 86400 (checked even when
             ``check_hosts`` is False).
 

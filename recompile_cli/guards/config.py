@@ -41,7 +41,7 @@ class GuardConfig:
     (``RECOMPILE_CLI_GUARD=raise:2,train_*=1``); None guards only the matching functions.
 
     ``host_timeout``: check the processes of a ``jax.distributed`` job against each other at
-    each compile, waiting this many seconds for them (``recompile_cli.guards.hosts``); None: no.
+    each compile, waiting this many seconds for them (``capture.host_check``); None: no.
     """
 
     max_compiles: int | Mapping[str, int] = 1

@@ -66,10 +66,13 @@ class Watch:
         self._lock = threading.Lock()
         self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
-        if config.host_timeout is not None:
-            from recompile_cli.guards.hosts import host_check
+        if config.host_timeout is not None:  # a peer's stop ends this process from the check's
+            from recompile_cli.analysis.hosts import mismatch  # watcher: its message on stderr
+            from recompile_cli.capture.host_check import HostCheck
+            from recompile_cli.render.escape import terminal
 
-            self.hosts = host_check(config.host_timeout)
+            self.hosts = HostCheck(config.host_timeout, mismatch.mismatch, mismatch.missing,
+                                   shown=terminal)
             self.hosts.bind(self.recorder)
 
     def __call__(self, event: Event) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,15 @@ class Spec:
 def single_call() -> Spec:
     """The spec used when none is given: one call without arguments."""
     return Spec("", {}, (Case(0, "call 1", (), {}, "call 1"),))
+
+
+def after_warmup(warmup: Spec | None, spec: Spec) -> Spec:
+    """One spec: the warm-up's calls, then the workload's (``spec``, whose jit options it
+    keeps), numbered in that order."""
+    if warmup is None:
+        return spec
+    cases = (*warmup.cases, *spec.cases)
+    return replace(spec, cases=tuple(replace(c, index=i) for i, c in enumerate(cases)))
 
 
 def load_spec(path: str | Path, *, max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTES,

@@ -6,8 +6,10 @@ decodes directly:
 * the saved session (``--save``) and the JSON report (``--output x.json``, the saved session
   plus the analysis): one JSON object, one top-level field per line and one event per line, so
   that the text stays diffable and greppable;
-* the events log (``--events-log x.jsonl``): JSON lines, a ``header`` record, ``event`` records
-  (the last record of each ``id`` wins) and an ``end`` record (``LogRecord``).
+* the events log (``--events-log x.jsonl``, and the stream from a supervised run's child to its
+  parent): JSON lines, a ``header`` record, ``event`` records (the last record of each ``id``
+  wins) and an ``end`` record, or a ``refused`` record for a run that could not start
+  (``LogRecord``).
 
 Decoding trusts nothing: a wrong type, a missing field or an unknown enum value is refused with
 the path of the field (``events[3].signature.leaves[...].shape[0]``: msgspec does not name map
@@ -262,8 +264,8 @@ class LogEvent(msgspec.Struct, tag_field="type", tag="event"):
 
 
 class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
-    """The last record: what is known when the recording stops (the environment's backend
-    and process index complete the header's)."""
+    """The last record of a recording: what is known when it stops (the environment's backend
+    and process index complete the header's), and how the target ended."""
 
     wall_seconds: float
     calls: dict[str, int]
@@ -271,8 +273,20 @@ class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
     stale_captures: tuple[StaleCapture, ...]
     target_exception: str | None
     environment: Environment | None = None
+    interrupted: int | None = None  # the exit code of the signal that stopped it (130, 143)
+    traceback: str | None = None  # the user's traceback of the target's first exception
+    events: tuple[Event, ...] | None = None  # the final events, when not those streamed (a
+    # forecast's: its traces turned into predicted compiles)
 
 
-LogRecord = LogHeader | LogEvent | LogEnd
+class LogRefused(msgspec.Struct, tag_field="type", tag="refused"):
+    """The run could not start: a bad target (no such module, file or function), with the
+    one-paragraph message and exit code of its ``RecompileError``."""
+
+    message: str
+    exit_code: int
+
+
+LogRecord = LogHeader | LogEvent | LogEnd | LogRefused
 _LOG_DECODER = msgspec.json.Decoder(LogRecord)
 decode_record = _LOG_DECODER.decode

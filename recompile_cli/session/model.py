@@ -390,6 +390,16 @@ class Session:
     processes: tuple[ProcessRecord, ...] = ()  # a merged session's processes, else empty
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished run: its session, and how it ended."""
+
+    session: Session
+    failure: str | None  # one line when the target raised, exited or was interrupted
+    interrupted: int | None = None  # the exit code of an interruption (130, 143)
+    traceback: str | None = None  # the first exception's traceback, the user's frames
+
+
 def function_key(name: str, defined_at: str | None) -> str:
     """The text form of ``FunctionKey(name, defined_at)``: ``name@file:line``."""
     return str(FunctionKey(name, defined_at))

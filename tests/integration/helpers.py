@@ -5,8 +5,10 @@ find whichever was loaded last."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_programs"
@@ -53,3 +55,12 @@ def budget(project: Path, text: str) -> Path:
     path = project / "recompile-budget.yaml"
     path.write_text(textwrap.dedent(text))
     return path
+
+
+def on_python_path(monkeypatch: Any, folder: str | Path) -> None:
+    """Put ``folder`` on the import path of this process and of the programs the tests start:
+    ``recompile-cli run`` runs the target in a process of its own, which sees ``PYTHONPATH``,
+    as ``python script.py`` would."""
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p))

@@ -10,8 +10,10 @@ process 1 compiles, process 0 runs its cached step and waits in the collective.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,55 @@ def test_a_single_process_records_the_same_events_as_without_the_check(cli, prog
                        for e in session.events]
     assert len([e for e in shown["plain"] if e[2]]) >= 3  # f twice, g once
     assert shown["checked"] == shown["plain"]
+
+
+def test_a_job_that_leaves_shutdown_to_jaxs_exit_handler_ends_cleanly_every_time(tmp_path):
+    """The check's watcher waits in JAX's native key-value store; it is stopped and joined
+    before JAX's exit handler shuts the distributed client down (which used to abort the
+    process: exit 134, ``FATAL: exception not rethrown``)."""
+    for run in range(5):
+        folder = tmp_path / f"run-{run}"
+        folder.mkdir()
+        results = run_job(folder, "--leave-shutdown-to-jax", options=CHECK, timeout=BOUND)
+        for i, (code, out, err) in enumerate(results):
+            assert code == 0, f"run {run}, process {i}:\n{out}\n{err}"
+            assert "exception not rethrown" not in err
+            assert load_session(folder / f"reports/run-{i}.json").target_exception is None
+
+
+@requires_private_hooks  # the wait happens only at a checked compile
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_a_host_wait_ends_it_within_a_second_with_its_code(tmp_path, sig, code):
+    """Process 1 compiles step 2 alone and waits (up to --host-timeout 60 s) for process 0,
+    which never compiles it; a signal to process 1 ends the wait at once, with the report."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    env.update(JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+    port = free_port()
+    jobs = [subprocess.Popen(
+        [sys.executable, "-m", "recompile_cli", "run", "--check-hosts", "--host-timeout", "60",
+         "--save", f"run-{i}.json", str(SCRIPT), "--coordinator", f"127.0.0.1:{port}",
+         "--num-processes", "2", "--process-id", str(i), "--diverge-at", "2"],
+        cwd=tmp_path, env={**env, "JAX_PROCESS_ID": str(i)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        waiting = jobs[1]
+        assert waiting.stdout is not None
+        for line in waiting.stdout:
+            if "step 1 loss" in line:
+                break
+        time.sleep(3)  # step 2: process 1 compiles alone and waits for process 0
+        waiting.send_signal(sig)
+        signalled = time.monotonic()
+        out, err = waiting.communicate(timeout=BOUND)
+        ended = time.monotonic() - signalled
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()
+            job.communicate()
+    assert waiting.returncode == code, out + err
+    assert ended < 5, ended  # within a second of the signal, plus the report's own time
+    assert "step 2 loss" not in out and "Traceback" not in err
+    session = load_session(tmp_path / "run-1.json")
+    assert session.target_exception is not None
+    assert any(e.function == "step" and e.compiled for e in session.events)

@@ -15,7 +15,7 @@ from collections import Counter
 
 import jax
 import pytest
-from helpers import SAMPLES, budget
+from helpers import SAMPLES, budget, on_python_path
 from jax_support import requires_private_hooks
 
 from recompile_cli.capture.jax import cost as jax_cost
@@ -347,8 +347,8 @@ def test_library_frames_roll_up_to_the_user_line_that_called_them(tmp_path, monk
     user = tmp_path / "userprog.py"
     user.write_text("import jax\nimport fakelib\n\n@jax.jit\ndef model(x):\n"
                     "    y = fakelib.layer(x)\n    return y * 2\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    on_python_path(monkeypatch, str(tmp_path / "site-packages"))
+    on_python_path(monkeypatch, str(tmp_path))
     import jax.numpy as jnp
     import userprog
 

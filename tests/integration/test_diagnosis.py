@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, SAMPLES, user_events, user_functions
+from helpers import ROOT, SAMPLES, on_python_path, user_events, user_functions
 from jax_support import requires_private_hooks
 
 
@@ -205,7 +205,7 @@ def test_nested_consequences_and_library_owners_are_not_separate_problems(
     lib.mkdir(parents=True)
     (lib / "__init__.py").write_text(
         "import jax\n@jax.jit\ndef helper(x):\n    return x * 2\n")
-    monkeypatch.syspath_prepend(str(lib.parent))
+    on_python_path(monkeypatch, str(lib.parent))
     monkeypatch.delitem(sys.modules, "fakelib", raising=False)  # another test's fakelib
     result, report = record("""
         import jax, jax.numpy as jnp, fakelib
@@ -292,7 +292,7 @@ def test_library_jit_wrapper_is_attributed_to_the_users_function(record, tmp_pat
         "    def wrapper(x):\n"
         "        return jitted(((f,), None), x)\n"
         "    return wrapper\n")
-    monkeypatch.syspath_prepend(str(lib.parent))
+    on_python_path(monkeypatch, str(lib.parent))
     _, report = record("""
         import jax.numpy as jnp, wrapperlib
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from helpers import user_events, user_functions
+from helpers import on_python_path, user_events, user_functions
 from jax_support import requires_private_hooks
 
 pytest.importorskip("optax")
@@ -26,7 +26,7 @@ def installed(tmp_path, monkeypatch):
         package = site / name
         package.mkdir(parents=True)
         (package / "__init__.py").write_text(textwrap.dedent(source))
-        monkeypatch.syspath_prepend(str(site))
+        on_python_path(monkeypatch, str(site))
         monkeypatch.delitem(sys.modules, name, raising=False)
 
     yield install

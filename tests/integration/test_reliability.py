@@ -310,11 +310,11 @@ def test_a_signal_during_analysis_still_prints_and_writes_the_report(program, tm
     driver = textwrap.dedent(f"""
         import os, signal, sys
         import recompile_cli.analysis.report as report
-        original = report.analyse
+        original = report.build_report
         def analyse(session):
             os.kill(os.getpid(), {int(sig)})  # arrives while the report is being made
             return original(session)
-        report.analyse = analyse
+        report.build_report = analyse
         from recompile_cli.cli.app import main
         sys.argv = ["recompile-cli", "run", "--output", {str(out)!r}, {str(path)!r}]
         main()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import sys
 
-from helpers import user_events
+from helpers import on_python_path, user_events
 from jax_support import requires_private_hooks
 
 
@@ -50,7 +50,7 @@ def test_a_library_function_that_did_not_compile_is_in_no_count(
         "    return x * 2\n"
         "def warm(x):\n"
         "    return helper.trace(x)  # traced, nothing compiled\n")
-    monkeypatch.syspath_prepend(str(lib.parent))
+    on_python_path(monkeypatch, str(lib.parent))
     monkeypatch.delitem(sys.modules, "fakelib", raising=False)  # another test's fakelib
     result, report = _run(cli, program, tmp_path, """
         import jax, jax.numpy as jnp, fakelib

@@ -3,7 +3,6 @@ HTML page in a real browser, the events log (killed runs included), signals and 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import DATA, ROOT, SAMPLES
+from helpers import DATA, ROOT
 from jax_support import requires_private_hooks
 
 SESSION = DATA / "session.json"  # a real recorded run of train_loop.py, paths made neutral
@@ -322,34 +321,3 @@ def test_signals_stop_the_target_and_report(tmp_path, signum, code, words):
     assert [e["cause"]["code"] for e in report["events"] if e["function"] == "<lambda>"] == [
         "first_compile", "shape", "shape"]
     assert json.loads(log.read_text().splitlines()[-1])["type"] == "end"
-
-
-def test_progress_on_a_terminal_only(tmp_path):
-    import pty
-
-    command = [sys.executable, "-m", "recompile_cli", "profile",
-               f"{SAMPLES / 'seq_lengths.py'}:encode", "--args",
-               str(SAMPLES / "seq_lengths.yaml")]
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=secondary, env=env,
-                            cwd=ROOT)
-    os.close(secondary)
-    seen = io.BytesIO()
-    while True:
-        try:
-            chunk = os.read(primary, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen.write(chunk)
-    proc.wait(timeout=300)
-    text = seen.getvalue().decode(errors="replace")
-    assert "calls 40/40, 40 compiles" in text and "s elapsed" in text
-    quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, env=env,
-                           cwd=ROOT, check=False, timeout=300)
-    assert "calls " not in quiet.stderr
-    piped = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
-                           check=False, timeout=300)
-    assert "calls " not in piped.stderr

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from recompile_cli import options
+from recompile_cli.analysis.hosts import mismatch as host_mismatch
 from recompile_cli.capture.host_check import HostCheck, HostsDiverged
 from recompile_cli.capture.jax import distributed
-from recompile_cli.guards.hosts import host_check, mismatch, missing
+from recompile_cli.render.escape import terminal
 from recompile_cli.session.host_entries import entry_of
 from recompile_cli.session.model import Event, Leaf, Owner, Signature
 
@@ -73,6 +75,21 @@ def event(function: str, rows: int, static: str = "1") -> Event:
     signature = Signature(leaves={"x": Leaf((rows, 8), "float32")}, static={"mode": static})
     return Event(0, function, "/job/train.py:5", Owner.USER, None, None, 0, True, True, 0.0,
                  signature=signature)
+
+
+def host_check(timeout: float) -> HostCheck:
+    """The check as the front doors make it (``cli.child``, ``guards.watch``)."""
+    return HostCheck(timeout, host_mismatch.mismatch, host_mismatch.missing, shown=terminal)
+
+
+def mismatch(entries):
+    """The mismatch message as every front door shows it (``shown=terminal``)."""
+    found = host_mismatch.mismatch(entries)
+    return None if found is None else terminal(found)
+
+
+def missing(*args):
+    return terminal(host_mismatch.missing(*args))
 
 
 def checks(timeout: float = 5.0) -> tuple[dict[str, str], list[HostCheck]]:
@@ -167,6 +184,6 @@ def test_a_hostile_message_read_from_the_store_is_raised_inert():
 
 
 @pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), 1e308, "60", True])
-def test_a_bad_timeout_is_refused_when_the_check_is_made(timeout):
+def test_a_bad_timeout_is_refused_before_the_check_is_made(timeout):
     with pytest.raises((TypeError, ValueError), match=r"^host_timeout="):
-        host_check(timeout)
+        options.host_timeout(timeout)

@@ -3,7 +3,8 @@
 Every import counts: module-level, function-local and type-only ones. Data flows one way,
 inputs -> capture -> session -> analysis -> render and gate, and no two modules import each
 other, directly or around a circle. Only ``capture/jax/`` imports JAX's private modules
-(``jax._src``).
+(``jax._src``), and the front doors (``api/``, ``guards/``, ``cli/``) stand side by side: none
+reaches into another's modules but for the guard's public errors.
 """
 
 from __future__ import annotations
@@ -118,6 +119,18 @@ def test_only_capture_jax_imports_jax_private_modules():
 
 def test_the_private_import_finder_sees_the_internals_layer():
     assert private_jax_imports("recompile_cli.capture.jax.hooks")
+
+
+FRONT_DOORS = {"api", "guards", "cli"}
+SHARED_FRONT_DOOR_MODULES = {"recompile_cli.guards.errors"}  # public warnings and exceptions
+
+
+def test_front_doors_do_not_reach_into_each_other():
+    wrong = sorted(f"{module} -> {target}" for module, targets in GRAPH.items()
+                   for target in targets if layer(module) in FRONT_DOORS
+                   and layer(target) in FRONT_DOORS - {layer(module)}
+                   and target not in SHARED_FRONT_DOOR_MODULES)
+    assert wrong == []
 
 
 def test_the_top_level_holds_at_most_eight_modules():

@@ -1,0 +1,226 @@
+"""The measured process of a supervised run: ``python -m recompile_cli.cli.child``.
+
+``run``, ``profile``, ``check`` and ``forecast`` never run the user's code in the process that
+reports (``cli.supervisor``). They start this process with the run's ``Job`` in the
+``RECOMPILE_CLI_CHILD`` environment variable (taken out of the environment at once, so that the
+target sees the environment it was given), the write end of a pipe, and the read end of
+another on which the supervisor asks for a stop when it passes a signal on. This process imports
+JAX, runs the target under the recorder (``capture.runner``) and streams the events log down the
+pipe as it records (``session.events_log``): the header, each event as it changes, and the end
+record with how the target ended, or a ``refused`` record for a target that cannot be loaded.
+
+It prints nothing of its own and decides nothing: whatever it or the target does (``os._exit``,
+a crash, a closed ``sys.stdout``), the supervisor reports what reached the pipe and chooses the
+exit code. The pipe is not inherited by the target's own subprocesses, and a child of
+``os.fork`` closes its copy (``Recorder.forked``), so the pipe ends when this process does.
+After an interruption (Ctrl-C, SIGTERM) or a ``--check-hosts`` stop it ends at once, without
+the interpreter's shutdown (where native threads of JAX and XLA may still run), once the end
+record is written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+ENV = "RECOMPILE_CLI_CHILD"
+
+if TYPE_CHECKING:
+    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.inputs.spec import Spec
+    from recompile_cli.session.events_log import EventLog
+    from recompile_cli.session.model import Event, Outcome
+
+
+class Job(msgspec.Struct, frozen=True, kw_only=True):
+    """What the measured process runs: every option was validated by the supervisor first.
+
+    ``kind`` is ``script`` (``run``, or a budget file's ``script:``: ``target`` is its path),
+    ``profile`` (a spec's calls to ``target``) or ``forecast`` (the same calls traced, not run).
+    ``log_fd`` is the events pipe's write end in this process, ``control_fd`` the read end of
+    the supervisor's stop requests (one byte: the exit code of the signal it received).
+    """
+
+    kind: str
+    target: str
+    log_fd: int = -1
+    control_fd: int = -1
+    script_args: tuple[str, ...] = ()
+    spec: str | None = None
+    spec_option: str = "--args"
+    warmup: str | None = None
+    max_array_bytes: int | None = None
+    max_calls: int | None = None
+    jit_options: dict[str, Any] = {}
+    no_jit: bool = False
+    keep_going: bool = False
+    lower: bool = False
+    hook_mode: str = "private"
+    count_calls: bool = False
+    host_timeout: float | None = None
+    compilation_cache: str | None = None
+
+
+def main() -> None:
+    from recompile_cli import exits
+    from recompile_cli.errors import RecompileError
+    from recompile_cli.session.events_log import EventLog
+
+    exits.defer_signals()
+    job = _job()
+    os.set_inheritable(job.log_fd, False)
+    log = EventLog(fd=job.log_fd)
+    stop = _StopRequests(job.control_fd)
+    hosts = _host_check(job, log, stop) if job.host_timeout is not None else None
+    try:
+        outcome, events = _run(job, log, hosts)
+    except RecompileError as exc:  # a target that cannot be loaded: nothing ran
+        log.refused(str(exc), int(exc.exit_code))
+        return
+    except exits.INTERRUPTIONS as exc:  # before the target started: the supervisor knows why
+        _leave(exits.interruption_code(exc))
+    if hosts is not None:
+        outcome = _hosts_verdict(hosts, outcome)
+    log.end(outcome.session, outcome.interrupted, outcome.traceback, events)
+    if hosts is not None and hosts.stopped is not None:
+        hosts.leave(int(exits.ExitCode.TARGET_RAISED))  # ends the process
+    if outcome.interrupted is not None:
+        _leave(outcome.interrupted)
+
+
+def _job() -> Job:
+    raw = os.environ.pop(ENV, None)
+    if raw is None:
+        print("recompile_cli.cli.child is the measured process of `recompile-cli run`, "
+              "`profile`, `check` and `forecast`; it is not run by hand.", file=sys.stderr)
+        raise SystemExit(2)
+    return msgspec.json.decode(raw, type=Job)
+
+
+def _run(job: Job, log: EventLog, hosts: HostCheck | None
+         ) -> tuple[Outcome, tuple[Event, ...] | None]:
+    """Run the target; returns its outcome and, for a forecast, its final (predicted) events."""
+    from recompile_cli.capture import runner
+    from recompile_cli.session.model import HookMode
+
+    if job.compilation_cache:
+        runner.use_compilation_cache(job.compilation_cache)
+    options = runner.RunOptions(HookMode(job.hook_mode), events_log=log,
+                                count_calls=job.count_calls, host_check=hosts)
+    if job.kind == "script":
+        return runner.run_script(job.target, list(job.script_args), options), None
+    spec = _spec(job.spec, job, job.spec_option)
+    jit_options = {k: tuple(v) if isinstance(v, list) else v
+                   for k, v in job.jit_options.items()}
+    if job.kind == "profile":
+        return runner.profile(job.target, spec, jit_options, job.no_jit,
+                              job.keep_going, options), None
+    return _forecast(job, spec, jit_options, options)
+
+
+def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
+              options: Any) -> tuple[Outcome, tuple[Event, ...]]:
+    """``forecast``: the calls (the warm-up's first) traced on abstract arguments, their traces
+    turned into predicted compiles, and the warm-up's coverage in the warnings."""
+    from recompile_cli.analysis.warmup import coverage_notes
+    from recompile_cli.capture import runner
+    from recompile_cli.capture.forecast import Forecaster, forecast_session, spec_array
+    from recompile_cli.inputs.spec import after_warmup
+
+    warm = _spec(job.warmup, job, "--warmup") if job.warmup else None
+    calls = after_warmup(warm, spec)
+    forecaster = Forecaster(job.lower)
+    outcome = runner.profile(job.target, calls, jit_options, False, job.keep_going,
+                             replace(options, invoke=forecaster, spec_array=spec_array))
+    session = forecast_session(outcome.session, forecaster, calls)
+    if warm is not None and warm.cases:
+        notes = coverage_notes(session, [c.label for c in calls.cases], len(warm.cases))
+        session = replace(session, warnings=(*session.warnings, *notes))
+    return replace(outcome, session=session), session.events
+
+
+def _spec(path: str | None, job: Job, option: str) -> Spec:
+    from recompile_cli.inputs.spec import load_spec, single_call
+
+    if path is None:
+        return single_call()
+    limits = {k: v for k, v in (("max_array_bytes", job.max_array_bytes),
+                                ("max_calls", job.max_calls)) if v is not None}
+    return load_spec(path, **limits, option=option)
+
+
+def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
+    """``--check-hosts``: the exchange of ``capture.host_check`` with the messages of
+    ``analysis.hosts.mismatch``. A process a peer stopped while it waits in a collective ends
+    from the check's watcher, its end record written first; a wait for the peers' compiles
+    ends as soon as the supervisor asks for a stop (``_StopRequests``)."""
+    from recompile_cli.analysis.hosts import mismatch
+    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.exits import ExitCode
+    from recompile_cli.render.escape import terminal
+    from recompile_cli.session.model import Session
+
+    assert job.host_timeout is not None
+
+    def stopped(session: Session, failure: str) -> int:
+        log.end(replace(session, target_exception=failure))
+        return int(ExitCode.TARGET_RAISED)
+
+    return HostCheck(job.host_timeout, mismatch.mismatch, mismatch.missing, stopped,
+                     shown=terminal, interrupted=stop)
+
+
+class _StopRequests:
+    """The supervisor's requests to stop, read without blocking: a signal it passed on may
+    never reach Python here (JAX's preemption notifier takes SIGTERM in native code once
+    ``jax.distributed`` is initialized), so code of ours that waits asks this too."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self.code: int | None = None
+        if fd >= 0:
+            os.set_inheritable(fd, False)
+            os.set_blocking(fd, False)
+
+    def __call__(self) -> int | None:
+        if self._fd >= 0 and self.code is None:
+            try:
+                data = os.read(self._fd, 16)
+            except OSError:  # nothing asked (BlockingIOError), or the supervisor is gone
+                data = b""
+            if data:
+                self.code = data[0]
+        return self.code
+
+
+def _hosts_verdict(hosts: HostCheck, outcome: Outcome) -> Outcome:
+    """The outcome once the run ended: when the check stopped the job, its message is the
+    run's failure. When the check's watcher is ending the process already, wait for it."""
+    if not hosts.claim():
+        while True:
+            time.sleep(1)
+    message = hosts.notice() if outcome.failure is not None else hosts.stopped
+    hosts.stopped = message
+    if message is None or (outcome.failure is not None and message in outcome.failure):
+        return outcome
+    return replace(outcome, failure=message, traceback=None,
+                   session=replace(outcome.session, target_exception=message))
+
+
+def _leave(code: int) -> None:
+    """End now, output flushed, without the interpreter's shutdown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""The live status line of a long run: one line at the bottom of the terminal while ``run``,
+``profile``, ``check`` or ``forecast`` goes on, erased when the run ends::
+
+    recompile-cli | 12.3 s | 14 compiles | 2 re-compiles | last: train_step (shape at batch['x'])
+
+The supervisor (``cli.supervisor``) feeds it the records the measured process streams
+(``observe``) and calls ``tick`` between them; it redraws at most ``REFRESH`` times a second. It
+costs the measured program nothing: it runs in the supervisor, from the stream that the
+recorder writes on the miss path anyway. The cause shown is the first difference from the
+closest earlier signature of that function (``analysis.nearest``), as the report names it.
+
+The line lives in the terminal's last row, below a scroll region that holds everything else,
+so that the target's own output (a progress bar of its own included) scrolls above it and the
+two never overwrite each other. It is on only when stderr is a terminal, not under ``--quiet``,
+not in CI (``CI`` or ``GITHUB_ACTIONS`` set) and not on a ``dumb`` terminal
+(``cli.output.wants_live_line``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, TextIO
+
+from recompile_cli.analysis.causes import diff_signatures
+from recompile_cli.analysis.nearest import SignatureIndex
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.render.escape import terminal
+from recompile_cli.session import codec
+from recompile_cli.session.model import Event, Owner, function_key
+
+REFRESH = 4  # redraws per second, at most
+
+
+class LiveLine:
+    """The status line of one run on ``stream`` (a terminal); ``close`` erases it."""
+
+    def __init__(self, stream: TextIO, clock: Any = time.monotonic) -> None:
+        self._stream = stream
+        self._clock = clock
+        self._started = clock()
+        self._drawn_at = 0.0
+        self._rows = 0  # the terminal's height when the scroll region was set (0: not set)
+        self._base: dict[str, str] = {}
+        self._compiled: set[int] = set()  # ids of events seen compiled
+        self._indexes: dict[str, SignatureIndex] = {}  # user function -> its signatures
+        self.compiles = 0
+        self.recompiles = 0
+        self.last: str | None = None  # the last re-compile: function (cause at argument)
+
+    # -- the stream ------------------------------------------------------------------------------
+    def observe(self, record: Any) -> None:
+        """Take one record of the events stream."""
+        if isinstance(record, codec.LogHeader):
+            self._base = dict(record.base_context)
+        elif (isinstance(record, codec.LogEvent) and record.event.compiled
+              and record.id not in self._compiled):
+            self._compiled.add(record.id)
+            self._compiled_event(record.event)
+            self.tick(force=True)
+
+    def _compiled_event(self, event: Event) -> None:
+        self.compiles += 1
+        if event.depth or event.owner != Owner.USER or event.signature is None:
+            return
+        index = self._indexes.setdefault(function_key(event.function, event.defined_at),
+                                         SignatureIndex(self._base))
+        if index.signatures:
+            self.recompiles += 1
+            old = index.signatures[index.nearest(event.signature)]
+            cause = next(diff_signatures(event.signature, old, self._base), None)
+            where = f" at {cause.argument}" if cause is not None and cause.argument else ""
+            code = cause.code if cause is not None else "unknown"
+            self.last = f"{event.function} ({code}{where})"
+        index.add(event.signature)
+
+    # -- the terminal ----------------------------------------------------------------------------
+    def text(self, width: int) -> str:
+        """The line, at most ``width`` characters."""
+        parts = [f"recompile-cli | {self._clock() - self._started:.1f} s",
+                 counted(self.compiles, "compile"), counted(self.recompiles, "re-compile")]
+        if self.last is not None:
+            parts.append(f"last: {self.last}")
+        line = terminal(" | ".join(parts))
+        return line if len(line) <= width else line[:max(width - 3, 0)] + "..."
+
+    def tick(self, force: bool = False) -> None:
+        """Redraw, unless the last redraw was less than 1/``REFRESH`` s ago."""
+        now = self._clock()
+        if not force and now - self._drawn_at < 1 / REFRESH:
+            return
+        self._drawn_at = now
+        try:
+            columns, rows = os.get_terminal_size(self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            return
+        if rows < 3:
+            return
+        out = []
+        if rows != self._rows:  # first draw, or the terminal was resized
+            if not self._rows:  # a line of room, then keep the cursor above the last row
+                out.append("\n\033[1A")
+            out.append(f"\0337\033[1;{rows - 1}r\0338")
+            self._rows = rows
+        out.append(f"\0337\033[{rows};1H\033[2K{self.text(columns - 1)}\0338")
+        self._write("".join(out))
+
+    def close(self) -> None:
+        """Erase the line and give the terminal its whole height back."""
+        if self._rows:
+            rows = self._rows
+            self._rows = 0
+            self._write(f"\0337\033[r\0338\0337\033[{rows};1H\033[2K\0338")
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,396 @@
+"""The supervisor: the measured program runs in a child process (``cli.child``); this process
+owns the verdict.
+
+``supervise`` starts the child with a ``Job`` and reads the events log it streams over a
+pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log`` as
+it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
+session as far as it reached the pipe, and how the child ended. Nothing the child does changes
+that: a target that calls ``os._exit`` (in the script, a thread, an ``atexit`` handler or a spec
+factory), crashes in native code, is killed, or closes its ``sys.stdout`` leaves a session that
+says so in its failure, and a run that did not finish normally is never a success (the
+commands then exit 3, ``exits.ExitCode.TARGET_RAISED``).
+
+Signals: the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
+so that a signal while Python and JAX start never ends in a traceback. A signal that reaches
+this process before the child has started recording ends the child at once (SIGKILL: nothing of
+the target has run). Later, the first Ctrl-C or SIGTERM is passed to the child, which stops the
+target and writes its end record (a Ctrl-C typed at a terminal reaches both; the child takes
+one); a second one ends the child at once (SIGKILL). With ``timeout``, a child still running
+after that many seconds gets SIGTERM, then SIGKILL ``GRACE`` seconds later.
+
+This process never imports JAX; it adds one pipe read per streamed record and nothing per call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+import recompile_cli
+from recompile_cli import exits
+from recompile_cli.cli.child import ENV, Job
+from recompile_cli.errors import RecompileError, SessionFileError
+
+if TYPE_CHECKING:
+    from recompile_cli.session.events_log import EventLog, LogReader
+    from recompile_cli.session.model import Outcome, Session
+
+_PR_SET_PDEATHSIG = 1  # prctl(2), Linux
+
+
+def _libc() -> Any:
+    """The C library, for ``prctl`` on Linux (loaded before any fork: ``_prepare_child`` runs
+    between fork and exec, where nothing may be imported); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        return None
+
+
+_LIBC = _libc()
+GRACE = 5.0  # seconds between SIGTERM and SIGKILL for a child past its --timeout
+POLL = 0.25  # the longest wait between looks at signals, the timeout and the live line
+_ROOT = str(Path(recompile_cli.__file__).resolve().parent.parent)  # where the package lives
+# The child's first act: import this package from where the supervisor's came from, then leave
+# sys.path as `python SCRIPT` has it (the runner puts the script's folder first).
+_BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.cli.child import "
+              "main; sys.path.remove({root!r}); sys.flags.safe_path or sys.path[0] != '' or "
+              "sys.path.pop(0); main()")
+
+
+class Observer(Protocol):
+    """What watches the stream as it arrives (the live status line)."""
+
+    def observe(self, record: Any) -> None: ...
+
+    def tick(self) -> None: ...
+
+
+class Refused(RecompileError):
+    """The child could not load the target; the message and exit code are the child's."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exits.ExitCode(exit_code)
+
+
+@dataclass
+class _Signals:
+    """Ctrl-C and SIGTERM received while the child runs: the first is passed on, the second
+    kills the child."""
+
+    process: subprocess.Popen[bytes] | None = None
+    received: list[exits.ExitCode] = field(default_factory=list)
+    recording: bool = False  # the child's first record came: its target may run
+    control: int = -1  # the write end of the child's stop requests
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.received.append(exits.ExitCode.SIGINT if signum == signal.SIGINT
+                             else exits.ExitCode.SIGTERM)
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(OSError):
+            if len(self.received) == 1 and self.recording:
+                process.send_signal(signum)
+                os.write(self.control, bytes([self.received[0]]))
+            else:
+                process.kill()
+
+
+def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = None,
+              timeout: float | None = None, observer: Observer | None = None,
+              stdout_to_stderr: bool = False) -> Outcome:
+    """Run ``job`` in a child process and return its outcome (see the module docstring).
+
+    Raises:
+        RecompileError: the child could not load the target (its message and exit code).
+        KeyboardInterrupt, exits.Terminated: a signal came before the child started.
+    """
+    exits.raise_pending()  # a signal while the tool started: the target never starts
+    read_end, write_end = os.pipe()
+    control_read, control_write = os.pipe()
+    env = dict(os.environ)
+    env[ENV] = msgspec.json.encode(msgspec.structs.replace(
+        job, log_fd=write_end, control_fd=control_read)).decode()
+    signals = _Signals(control=control_write)
+    started = time.monotonic()
+    copy: EventLog | None = None
+    out, err = _Output(sys.stderr if stdout_to_stderr else sys.stdout), _Output(sys.stderr)
+    try:
+        with _handling(signals):
+            signals.process = process = subprocess.Popen(
+                [sys.executable, "-c", _BOOTSTRAP.format(root=_ROOT)],
+                pass_fds=(write_end, control_read),
+                env=env, cwd=cwd, stdout=out.target, stderr=err.target,
+                preexec_fn=_prepare_child)
+            for fd in (write_end, control_read):
+                os.close(fd)
+            write_end = control_read = -1
+            _prefetch()  # while the child imports JAX: nothing of it was needed before
+            from recompile_cli.session.events_log import EventLog, LogReader
+
+            copy = EventLog(events_log) if events_log is not None else None
+            stream = _Stream(LogReader("the measured process's events"), copy, observer, signals)
+            sources = {read_end: stream.take, **out.source(process.stdout),
+                       **err.source(process.stderr)}
+            timed_out = _follow(process, sources, signals, observer, timeout, started)
+            stream.take(b"", last=True)
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+    finally:
+        for fd in (read_end, write_end, control_read, control_write):
+            if fd >= 0:
+                os.close(fd)
+        if copy is not None:
+            copy.close()
+    outcome = _outcome(job, stream, process.returncode, timed_out, signals.received,
+                       time.monotonic() - started)
+    if copy is not None and copy.problem:
+        session = outcome.session
+        outcome = replace(outcome, session=replace(session, warnings=(*session.warnings,
+                                                                      copy.problem)))
+    return outcome
+
+
+def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes], None]],
+            signals: _Signals, observer: Observer | None, timeout: float | None,
+            started: float) -> float | None:
+    """Read every source (the events stream, relayed output) until the child has ended;
+    returns the timeout when it ran past it."""
+    open_fds = dict(sources)
+    timed_out: float | None = None
+    killing_at: float | None = None
+    while True:
+        if open_fds:
+            readable, _, _ = select.select(list(open_fds), [], [], POLL)
+            for fd in readable:
+                chunk = os.read(fd, 1 << 16)
+                open_fds[fd](chunk)
+                if not chunk:
+                    del open_fds[fd]
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(POLL)
+        if process.poll() is not None:
+            for fd, take in open_fds.items():  # a process the target forked may still hold a
+                take(_drain(fd))  # pipe: take what is there, do not wait for it to end
+            return timed_out
+        if observer is not None:
+            observer.tick()
+        now = time.monotonic()
+        if timeout is not None and timed_out is None and now - started > timeout:
+            timed_out = timeout
+            killing_at = now + GRACE
+            with contextlib.suppress(OSError):
+                process.terminate()
+        if killing_at is not None and now > killing_at:
+            with contextlib.suppress(OSError):
+                process.kill()
+
+
+class _Output:
+    """Where one of the child's output streams goes: straight to this process's file
+    descriptor (a terminal, a file, a pipe), or, when this process's ``sys.stdout`` /
+    ``sys.stderr`` is a Python object without one (redirected in Python), through a pipe
+    relayed into it."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        try:
+            self.target: int = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.target = subprocess.PIPE
+        else:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                stream.flush()  # what was written before comes first
+
+    def source(self, pipe: IO[bytes] | None) -> dict[int, Callable[[bytes], None]]:
+        return {} if pipe is None else {pipe.fileno(): self.write}
+
+    def write(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            buffer = getattr(self.stream, "buffer", None)
+            if buffer is not None:
+                self.stream.flush()
+                buffer.write(chunk)
+                buffer.flush()
+            else:
+                self.stream.write(chunk.decode(errors="replace"))
+
+
+def _prepare_child() -> None:
+    """In the child before it runs Python (``preexec_fn``; this process has no other thread).
+    Ctrl-C and SIGTERM are ignored, so that Python installs no handler of its own for them
+    during start-up (``cli.child`` sets its handlers first thing); and on Linux the child is
+    killed when this process dies, so that a supervisor killed outright (SIGKILL) leaves no
+    measured process running without it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _prefetch() -> None:
+    """Import what reading the stream, the analysis and the report need, while the child
+    starts (it imports JAX first, which takes far longer): none of it is needed before the
+    target runs, so none of it delays the start."""
+    import recompile_cli.analysis.report
+    import recompile_cli.gate.evaluate
+    import recompile_cli.render.table
+    import recompile_cli.session.events_log  # noqa: F401
+
+
+def _drain(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _Stream:
+    """The child's bytes, cut into lines and fed to the reader, the copy and the observer."""
+
+    def __init__(self, reader: LogReader, copy: EventLog | None,
+                 observer: Observer | None, signals: _Signals) -> None:
+        self.reader = reader
+        self.signals = signals
+        self.copy = copy
+        self.observer = observer
+        self.damaged: str | None = None  # why the stream stopped being read
+        self._buffer = b""
+        self._lines = 0
+
+    def take(self, chunk: bytes, last: bool = False) -> None:
+        lines = (self._buffer + chunk).split(b"\n")
+        self._buffer = lines.pop()
+        if last and self._buffer:  # a last line cut short by the child's end
+            lines.append(self._buffer)
+            self._buffer = b""
+        for number, line in enumerate(lines, 1):
+            self._line(line, cut_short_ok=last and number == len(lines))
+
+    def _line(self, line: bytes, cut_short_ok: bool) -> None:
+        self._lines += 1
+        if self.copy is not None:
+            self.copy.line(line)
+        if self.damaged is not None:
+            return
+        try:
+            record = self.reader.feed(line, self._lines)
+        except SessionFileError as exc:
+            if not cut_short_ok:
+                self.damaged = str(exc)
+            return
+        if record is not None:
+            self.signals.recording = True
+            if self.observer is not None:
+                self.observer.observe(record)
+
+
+def _outcome(job: Job, stream: _Stream, returncode: int, timed_out: float | None,
+             received: list[exits.ExitCode], seconds: float) -> Outcome:
+    """The run's outcome: what the stream says, and how the child ended where that is worse."""
+    reader = stream.reader
+    if reader.refused is not None:
+        raise Refused(reader.refused.message, reader.refused.exit_code)
+    session = reader.session() if reader.header is not None else _nothing(job, seconds)
+    end = reader.end
+    interrupted: int | None = received[0] if received else None
+    if timed_out is not None:  # our SIGTERM stopped it: a failure of the run, not a signal
+        how = ("SIGKILL, 5 s after SIGTERM" if returncode == -signal.SIGKILL else "SIGTERM")
+        return _ended(session, f"{_label(job)} ran past --timeout {timed_out:g} s and was "
+                      f"stopped ({how})", None, None)
+    if end is not None and stream.damaged is None:
+        interrupted = end.interrupted or interrupted
+        failure = session.target_exception
+        if failure is None and interrupted is None and returncode != 0:
+            failure = (f"{_label(job)} finished, then its process ended with "
+                       f"{_status(returncode)} (in its exit handlers)")
+        if failure is None and interrupted is not None:
+            failure = exits.interruption_text(exits.ExitCode(interrupted))
+        return _ended(session, failure, interrupted, end.traceback)
+    if stream.damaged is not None:
+        how = f"its events stream was damaged ({stream.damaged})"
+    elif received and len(received) > 1:
+        how = f"{exits.interruption_text(received[0])}, then ended by a second signal (SIGKILL)"
+    else:
+        how = f"its process ended with {_status(returncode)}"
+    started = "" if reader.header is not None else ", before it started recording"
+    failure = f"{_label(job)} did not finish{started}: {how}"
+    return _ended(session, failure, interrupted, None)
+
+
+def _ended(session: Session, failure: str | None, interrupted: int | None,
+           traceback: str | None) -> Outcome:
+    from recompile_cli.session.model import Outcome
+    if failure is not None and session.target_exception != failure:
+        session = replace(session, target_exception=failure)
+    return Outcome(session, failure, interrupted, traceback)
+
+
+def _status(returncode: int) -> str:
+    """How a process ended, in words: ``exit status 0 (os._exit, or ...)``, ``SIGSEGV``..."""
+    if returncode >= 0:
+        return (f"exit status {returncode} before the run's end (os._exit, or an exit from "
+                "native code)" if returncode == 0 else f"exit status {returncode}")
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    words = {"SIGSEGV": " (a crash in native code)", "SIGABRT": " (an abort in native code)",
+             "SIGKILL": " (killed: out of memory, or by a scheduler)", "SIGBUS": " (a crash)"}
+    return f"{name}{words.get(name, '')}"
+
+
+def _label(job: Job) -> str:
+    args = " ".join(job.script_args)
+    return f"{job.target} {args}".strip() if job.kind == "script" else job.target
+
+
+def _nothing(job: Job, seconds: float) -> Session:
+    """The session of a child that ended before its recorder started: no events."""
+    import platform
+
+    from recompile_cli.session.model import Environment, HookMode, Session
+
+    return Session(environment=Environment(jax_version="unknown",
+                                           python_version=platform.python_version(),
+                                           backend="unknown",
+                                           hook_mode=HookMode(job.hook_mode)),
+                   target=_label(job), events=(), wall_seconds=seconds)
+
+
+@contextlib.contextmanager
+def _handling(signals: _Signals) -> Iterator[None]:
+    """Ctrl-C and SIGTERM go to ``signals`` while the child runs (main thread only)."""
+    if not exits.in_main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signals) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
