@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from recompile_cli.capture import forks, origins, process, stack
 from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
@@ -37,6 +39,7 @@ from recompile_cli.session.model import (
     Session,
     Signature,
 )
+from recompile_cli.session.warmup import Warmup
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -101,6 +104,7 @@ class Recorder:
         self._call_of: str | None = None
         self._paused = False
         self._stale = Watch()
+        self._warmup: Warmup | None = None
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -206,7 +210,7 @@ class Recorder:
             target=self.target, events=tuple(d.frozen(i) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
-            target_exception=self.failure)
+            target_exception=self.failure, warmup=self._warmup)
 
     def __enter__(self) -> Recorder:
         return self.start()
@@ -234,6 +238,21 @@ class Recorder:
 
     def warn(self, message: str) -> None:
         self._warnings.append(message)
+
+    def seconds(self) -> float:
+        """Seconds since the recording started (the clock of ``Event.start_seconds``)."""
+        return time.perf_counter() - self._t0
+
+    def warmed_up(self, warmup: Warmup) -> None:
+        """Record the warm-up plan that just ended (``capture.warmup``), streamed to the
+        events log at once: the workload's events are those that start after it."""
+        self._warmup = warmup
+        if self._log is not None:
+            self._log.warmup(warmup)
+
+    @property
+    def warmup(self) -> Warmup | None:
+        return self._warmup
 
     # -- callbacks (miss path only; none may raise) ----------------------------------------------
     def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
@@ -309,7 +328,7 @@ class Recorder:
             positional=info.positional, keywords=info.keywords, context=context,
             function_id=self._functions.function_id(info.fun), function_kind=info.function_kind,
             created_at=created_at, static_classes=info.static_classes,
-            python_scalars=info.python_scalars))
+            python_scalars=info.python_scalars), replay=info.replay)
         if info.error is not None:
             draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
@@ -346,8 +365,14 @@ class Recorder:
                                 owner=earlier.owner if earlier is not None else None)
             current.set(signature=(earlier.signature if earlier is not None
                                    else Signature(leaves=info.leaves)),
-                        lowering_changes=info.changes)
+                        lowering_changes=info.changes,
+                        replay=earlier.replay if earlier is not None else None)
             local.current = current
+        placed, per_leaf = info.placements
+        replay = current.event.replay
+        if replay is not None and (placed or replay.placements):  # as this lowering placed them
+            current.set(replay=msgspec.structs.replace(replay, placements=placed,
+                                                       leaf_placements=per_leaf))
         current.lowered = True
         current.set(lower_seconds=seconds, lower_start_seconds=start)
         self._emit(current)

@@ -8,8 +8,8 @@ decodes directly:
   that the text stays diffable and greppable;
 * the events log (``--events-log x.jsonl``, and the stream from a supervised run's child to its
   parent): JSON lines, a ``header`` record, ``event`` records (the last record of each ``id``
-  wins) and an ``end`` record, or a ``refused`` record for a run that could not start
-  (``LogRecord``).
+  wins), a ``warmup`` record when a warm-up plan ended, and an ``end`` record, or a ``refused``
+  record for a run that could not start (``LogRecord``).
 
 Decoding trusts nothing: a wrong type, a missing field or an unknown enum value is refused with
 the path of the field (``events[3].signature.leaves[...].shape[0]``: msgspec does not name map
@@ -35,6 +35,7 @@ from recompile_cli.session.model import (
     Session,
     StaleCapture,
 )
+from recompile_cli.session.warmup import Warmup
 
 
 def _fallback(value: Any) -> Any:
@@ -61,6 +62,7 @@ def text(value: Any) -> str:
 # The process fields are last in ``Event`` and ``Environment``; a single-process session leaves
 # them out, as release 0.1.0 wrote it (their absence says "one process").
 _UNSET_PROCESS = b',"process":null}'
+_UNSET_REPLAY = b',"replay":null}'  # before ``process``: an event without a replay omits it
 _UNSET_HOST = b',"process_index":null,"process_count":null,"host":null}'
 
 
@@ -69,8 +71,8 @@ def _trimmed(data: bytes, unset: bytes) -> bytes:
 
 
 def encode_event(event: Event) -> bytes:
-    """One event as compact JSON, without ``process`` when it is not set."""
-    return _trimmed(_ENCODER.encode(event), _UNSET_PROCESS)
+    """One event as compact JSON, without ``process`` and ``replay`` when they are not set."""
+    return _trimmed(_trimmed(_ENCODER.encode(event), _UNSET_PROCESS), _UNSET_REPLAY)
 
 
 def plain(value: Any) -> Any:
@@ -116,13 +118,15 @@ class SessionDocument(msgspec.Struct, kw_only=True):
     warnings: tuple[str, ...] = ()
     stale_captures: tuple[StaleCapture, ...] = ()
     processes: tuple[ProcessRecord, ...] = ()
+    warmup: Warmup | None = None
 
     def session(self) -> Session:
         return Session(environment=self.environment, target=self.target, events=self.events,
                        wall_seconds=self.totals.wall_seconds, base_context=self.base_context,
                        calls=self.calls, warnings=self.warnings,
                        stale_captures=self.stale_captures,
-                       target_exception=self.target_exception, processes=self.processes)
+                       target_exception=self.target_exception, processes=self.processes,
+                       warmup=self.warmup)
 
 
 def session_fields(session: Session, events: list[msgspec.Raw] | None = None
@@ -142,6 +146,8 @@ def session_fields(session: Session, events: list[msgspec.Raw] | None = None
     }
     if session.processes:
         fields["processes"] = session.processes
+    if session.warmup is not None:
+        fields["warmup"] = session.warmup
     return fields
 
 
@@ -287,6 +293,13 @@ class LogRefused(msgspec.Struct, tag_field="type", tag="refused"):
     exit_code: int
 
 
-LogRecord = LogHeader | LogEvent | LogEnd | LogRefused
+class LogWarmup(msgspec.Struct, tag_field="type", tag="warmup"):
+    """Written the moment a warm-up plan ends, before the workload starts, so that a run
+    killed in its workload still knows which of its compiles were the warm-up's."""
+
+    warmup: Warmup
+
+
+LogRecord = LogHeader | LogEvent | LogEnd | LogRefused | LogWarmup
 _LOG_DECODER = msgspec.json.Decoder(LogRecord)
 decode_record = _LOG_DECODER.decode

@@ -2,7 +2,8 @@
 (``LogReader``).
 
 The records are ``session.codec``'s: a ``LogHeader``, a ``LogEvent`` every time an event
-changes, and a ``LogEnd`` (or a ``LogRefused`` for a run that could not start). The log is what
+changes, a ``LogWarmup`` when a warm-up plan ends, and a ``LogEnd`` (or a ``LogRefused`` for a
+run that could not start). The log is what
 ``--events-log x.jsonl`` writes and what a supervised run's child streams to its parent over a
 pipe (``cli.supervisor``). Each line is flushed as it is written, so a process killed by a
 signal, a crash or ``os._exit`` leaves every event up to that moment. Writing never raises: a
@@ -23,6 +24,7 @@ import msgspec
 from recompile_cli.errors import SessionFileError
 from recompile_cli.session import codec
 from recompile_cli.session.model import SCHEMA_VERSION, Environment, Event, Session
+from recompile_cli.session.warmup import Warmup
 
 DAMAGED = "The events log is damaged; record the run again"
 NOT_FINISHED = ("the run did not finish (the events log has no end record): this report holds "
@@ -52,6 +54,10 @@ class EventLog:
 
     def event(self, event: Event) -> None:
         self._write(codec.LogEvent(event.seq, event))
+
+    def warmup(self, warmup: Warmup) -> None:
+        """The warm-up plan that just ended (``capture.warmup``)."""
+        self._write(codec.LogWarmup(warmup))
 
     def end(self, session: Session, interrupted: int | None = None,
             traceback: str | None = None, events: tuple[Event, ...] | None = None) -> None:
@@ -122,6 +128,7 @@ class LogReader:
         self.header: codec.LogHeader | None = None
         self.end: codec.LogEnd | None = None
         self.refused: codec.LogRefused | None = None
+        self.warmup: Warmup | None = None
         self.events: dict[int, Event] = {}
 
     def feed(self, line: bytes, number: int) -> codec.LogRecord | None:
@@ -144,6 +151,8 @@ class LogReader:
             self.header = record
         elif isinstance(record, codec.LogEvent):
             self.events[record.id] = record.event
+        elif isinstance(record, codec.LogWarmup):
+            self.warmup = record.warmup
         elif isinstance(record, codec.LogEnd):
             self.end = record
         else:
@@ -165,7 +174,7 @@ class LogReader:
                    for seq, e in enumerate(ordered)]
         session = Session(environment=header.environment, target=header.target,
                           events=tuple(ordered), wall_seconds=0.0,
-                          base_context=header.base_context)
+                          base_context=header.base_context, warmup=self.warmup)
         if end is None:
             return dataclasses.replace(
                 session, wall_seconds=max((e.end_seconds for e in ordered), default=0.0),
@@ -186,9 +195,9 @@ class LogReader:
         kind = kind.get("type") if isinstance(kind, dict) else None
         if self.header is None and kind not in ("header", "refused"):
             self._not_a_header(number)
-        if kind not in ("header", "event", "end", "refused"):
-            raise SessionFileError(f"{self.source}, line {number}: not an event or end record "
-                                   f"(type {kind!r}). {DAMAGED}.")
+        if kind not in ("header", "event", "warmup", "end", "refused"):
+            raise SessionFileError(f"{self.source}, line {number}: not an event, warm-up or end "
+                                   f"record (type {kind!r}). {DAMAGED}.")
         raise SessionFileError(codec.field_error(exc, f"{self.source}, line {number}",
                                                  DAMAGED)) from None
 

@@ -16,6 +16,7 @@ import msgspec
 from recompile_cli.session.cache_key import CacheKeyInfo
 from recompile_cli.session.locations import is_location
 from recompile_cli.session.structures import treedef_text
+from recompile_cli.session.warmup import Replay, Warmup
 
 SCHEMA_VERSION = 1
 # Counts and sizes of the compile cost, checked on loading (a hand-edited or corrupt file is
@@ -284,7 +285,8 @@ class Event:
     than JAX's minimum for writing) when a persistent compilation cache is configured;
     ``cache_key`` is then its key taken apart, the reason a miss was not written and the exact
     time a hit saved (``CacheKeyInfo``; private hooks only), and ``cache_saved_seconds`` that
-    time where known (else JAX's figure, from whole seconds).
+    time where known (else JAX's figure, from whole seconds). ``replay`` (a top-level trace's,
+    private hooks only) is how the call can be made again ahead of time (``session.warmup``).
     """
 
     seq: int
@@ -310,6 +312,7 @@ class Event:
     compile_start_seconds: float | None = None
     cache_key: CacheKeyInfo | None = None  # the persistent-cache key taken apart (private hooks)
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
+    replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
     process: int | None = None  # merged sessions only: the jax.distributed process index
 
     def stages(self) -> list[tuple[str, float, float]]:
@@ -388,6 +391,7 @@ class Session:
     target_exception: str | None = None
     schema_version: int = SCHEMA_VERSION
     processes: tuple[ProcessRecord, ...] = ()  # a merged session's processes, else empty
+    warmup: Warmup | None = None  # the warm-up plan that ran before the workload, if any
 
 
 @dataclass(frozen=True, slots=True)

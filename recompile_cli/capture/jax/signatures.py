@@ -3,11 +3,11 @@
 Owns what ``hooks`` hands the recorder about one traced call or lowering (``TraceInfo``,
 ``LowerInfo``): leaves (abstract values -> ``Leaf``), argument and parameter names, static
 values (compared in full: ``full_repr``, and as JAX compares them: ``equality``), the function
-kind, the user's function behind a library wrapper, name/location parsing of ``DebugInfo``, and
-lowering-key changes. Pytree structures are in ``pytrees``, the user's paths behind library
-wrappers in ``wrapped``. Reads the objects
-JAX passes to its own functions (``JitInfo``, ``DebugInfo``, avals) but imports nothing from
-``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
+kind, the user's function behind a library wrapper, name/location parsing of ``DebugInfo``,
+lowering-key changes, and (through ``replay``) how a top-level call can be made again. Pytree
+structures are in ``pytrees``, the user's paths behind library wrappers in ``wrapped``. Reads
+the objects JAX passes to its own functions (``JitInfo``, ``DebugInfo``, avals) but imports
+nothing from ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recompile_cli.capture import stack
-from recompile_cli.capture.jax import pytrees, wrapped
+from recompile_cli.capture.jax import pytrees, replay, wrapped
 from recompile_cli.capture.jax.equality import EqualityClasses
 from recompile_cli.capture.jax.pytrees import full_repr
 from recompile_cli.capture.jax.scalars import python_scalar_leaves
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner, StaticClass
+from recompile_cli.session.warmup import Placement, Replay
 
 __all__ = ["EqualityClasses", "LowerInfo", "LoweringKeys", "TraceInfo", "full_repr",
            "lower_info", "short_repr", "trace_info"]
@@ -89,6 +90,7 @@ class TraceInfo:
     behind: Any = None  # the function a library's jit wrapper ``fun`` was made for, if any
     static_classes: dict[str, StaticClass] = field(default_factory=dict)
     python_scalars: tuple[str, ...] | None = None  # leaves passed as Python scalars
+    replay: Replay | None = None  # a top-level trace's: how to make the call again
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,8 @@ class LowerInfo:
     leaves: dict[str, Leaf]
     changes: tuple[Change, ...] | None  # None: no earlier lowering of this jaxpr
     jaxpr_id: int
+    # the placement of each leaf in the lowering key (``replay.placements``)
+    placements: tuple[tuple[Placement, ...], tuple[int, ...]] = ((), ())
 
 
 def key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...]
@@ -156,7 +160,19 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
         context=context, function_kind=function_kind(fun),
         error=error, jaxpr_id=None if jaxpr is None else id(jaxpr), behind=behind,
         static_classes=static_classes, python_scalars=python_scalar_leaves(
-            names, avals, args, kwargs, static_nums, static_names))
+            names, avals, args, kwargs, static_nums, static_names),
+        replay=_replay(fun, ji, args, kwargs, params, static_nums, static_names)
+        if depth == 0 and error is None else None)
+
+
+def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+            params: Sequence[str], static_nums: set[int], static_names: set[str]) -> Replay:
+    """``replay.replay``; whatever goes wrong in it is the replay's problem, never the
+    trace's: the event is recorded all the same."""
+    try:
+        return replay.replay(fun, ji, args, kwargs, params, static_nums, static_names)
+    except Exception as exc:
+        return Replay(None, problem=f"reading the call raised {type(exc).__name__}")
 
 
 def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
@@ -272,7 +288,11 @@ def lower_info(earlier: list[tuple[Any, ...]], jaxpr: Any, args: tuple[Any, ...]
     if others:
         best = min(reversed(others), key=lambda key: len(list(key_changes(names, key, args))))
         changes = tuple(key_changes(names, best, args))
-    return LowerInfo(name, defined_at, leaves, changes, id(jaxpr))
+    try:
+        placed = replay.placements(args[0]) if args and isinstance(args[0], tuple) else ((), ())
+    except Exception:  # an unknown sharding object: the lowering is recorded without them
+        placed = ((), ())
+    return LowerInfo(name, defined_at, leaves, changes, id(jaxpr), placed)
 
 
 # -- names ---------------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""What a recording keeps so that its compiles can be made again ahead of time, and the warm-up
+that ran before a workload: frozen, JSON-friendly data (no JAX).
+
+A ``Replay`` (``Event.replay``) says how the call behind one event can be repeated as
+``jitted.lower(*args, **kwargs).compile()``: where the user's jitted object lives (its module
+and qualified name), and each argument as the user passed it. A static argument is a ``Value``;
+a dynamic one is its pytree, its nodes in pre-order (``Node``), whose leaves are the event's
+``Signature.leaves`` in their order, each placed as ``Replay.placements`` say. Whatever cannot be
+written down is not guessed: it carries a ``problem``, the fact that stops it (a jit object no
+module holds, a static value with no literal form, a sharding of an unknown kind).
+
+A ``Warmup`` (``Session.warmup``) is a warm-up plan that ran before the workload: when it ended,
+what it compiled and what it skipped there, and why. Events that start after ``ended_seconds``
+are the workload's.
+
+The types are msgspec structs that leave their defaults out when written (a replay is written
+once per compile, its leaf nodes as ``{"kind":"leaf"}``). Everything here comes from someone
+else's program and may be hostile: ``render.warmup_plan``
+validates every name, reference and literal before it writes a line of code.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+
+
+class _Data(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Frozen, compared by value, written without its defaults."""
+
+
+class ValueKind(StrEnum):
+    """How a ``Value`` is written: a literal, a reference to an object of a module, a container
+    of values, an instance of a dataclass or NamedTuple built from its fields, or a dtype."""
+
+    LITERAL = "literal"  # ``text``: a repr that ``ast.literal_eval`` reads back as the value
+    REF = "ref"  # ``text``: ``module:qualified.name``, an object the module holds
+    TUPLE = "tuple"
+    LIST = "list"
+    DICT = "dict"  # ``items``: key, value, key, value, ...
+    DATACLASS = "dataclass"  # ``text``: the class (a REF's text); ``names``: its fields
+    NAMEDTUPLE = "namedtuple"  # ``text``: the class; ``items``: its fields in order
+    DTYPE = "dtype"  # ``text``: a numpy dtype's name (``float32``)
+
+
+class Value(_Data, frozen=True, omit_defaults=True):
+    """A Python value the plan can write as code (static arguments, dict keys, a custom pytree
+    node's aux data)."""
+
+    kind: ValueKind
+    text: str = ""
+    items: tuple[Value, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+class NodeKind(StrEnum):
+    """One node of an argument's pytree."""
+
+    LEAF = "leaf"  # the next of the event's leaves
+    NONE = "none"
+    TUPLE = "tuple"
+    LIST = "list"
+    DICT = "dict"  # ``keys``: its keys in JAX's order (sorted)
+    NAMEDTUPLE = "namedtuple"  # ``type``: the class
+    CUSTOM = "custom"  # any other registered node: ``type`` and its ``aux`` data
+
+
+class Node(_Data, frozen=True, omit_defaults=True):
+    """One node of a dynamic argument's pytree, in pre-order: its ``arity`` children follow."""
+
+    kind: NodeKind
+    arity: int = 0
+    keys: tuple[Value, ...] = ()
+    type: str | None = None  # ``module:qualified.name`` of a NAMEDTUPLE's or CUSTOM node's class
+    aux: Value | None = None  # a CUSTOM node's aux data (None when it has none)
+
+
+class Argument(_Data, frozen=True, omit_defaults=True):
+    """One argument as the call passed it: by position or ``keyword``, static (``static``) or
+    dynamic (``tree``), or what stops it from being written (``problem``)."""
+
+    name: str
+    keyword: bool = False
+    static: Value | None = None
+    tree: tuple[Node, ...] = ()
+    problem: str | None = None
+
+
+class Placement(_Data, frozen=True, omit_defaults=True):
+    """Where one argument leaf lived when its call was lowered (jit's lowering key): committed
+    to one device (``kind`` ``device``) or sharded over a mesh (``mesh``); ``problem`` for a
+    sharding the plan cannot build. ``devices`` are device ids (a mesh's in its order)."""
+
+    kind: str  # "device" or "mesh"
+    devices: tuple[int, ...] = ()
+    platform: str = ""
+    mesh_shape: tuple[int, ...] = ()
+    axis_names: tuple[str, ...] = ()
+    axis_types: tuple[str, ...] = ()  # ``Auto``, ``Explicit``, ``Manual`` (empty: JAX's default)
+    spec: str = ""  # the PartitionSpec's entries, as a literal tuple: ``('batch', None)``
+    memory_kind: str | None = None
+    problem: str | None = None
+
+
+class Replay(_Data, frozen=True, omit_defaults=True):
+    """How the call behind an event can be made again: ``function`` (``module:qualname`` of
+    the jitted object, or None with ``problem`` saying why it is not importable), its
+    ``arguments`` in call order (positional, then keywords sorted as JAX flattens them), and
+    the placement of each leaf (``leaf_placements[i]`` is 0, not placed, or 1 + an index into
+    ``placements``). ``files`` maps the modules it refers to, that a plan may have to load from
+    a file (``__main__``: the script), to their files."""
+
+    function: str | None
+    arguments: tuple[Argument, ...] = ()
+    problem: str | None = None
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    placements: tuple[Placement, ...] = ()
+    leaf_placements: tuple[int, ...] = ()
+
+
+class Skipped(_Data, frozen=True, omit_defaults=True):
+    """A signature a warm-up plan has but did not compile on this machine, and why."""
+
+    function: str
+    signature: str
+    reason: str
+
+
+class Warmup(_Data, frozen=True, omit_defaults=True):
+    """A warm-up plan that ran before the workload (``run --after-warmup``, ``guard``).
+
+    ``ended_seconds`` (seconds since the recording started): every event that starts after it
+    is the workload's. ``compiled``: signatures the plan compiled; ``skipped``: what it has but
+    did not compile here; ``error``: what the plan raised (the workload did not run then)."""
+
+    plan: str
+    started_seconds: float
+    ended_seconds: float
+    compiled: int = 0
+    skipped: tuple[Skipped, ...] = ()
+    error: str | None = None
