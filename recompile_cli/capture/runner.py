@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli import exits
-from recompile_cli.capture import loader, stack
+from recompile_cli.capture import loader, stack, warmup
 from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.capture.stack import exception_summary
@@ -50,6 +50,8 @@ class RunOptions:
     host_check: HostCheck | None = None  # --check-hosts: called at each compile
     invoke: Invoke | None = None  # specs only: replaces running each call (capture.forecast)
     spec_array: Callable[[Any], Any] | None = None  # specs only: builds the spec's arrays
+    after_warmup: Path | None = None  # a warm-up plan run before the workload (capture.warmup)
+    warmup_parallel: int | None = None  # its warm_up(parallel=N)
 
 
 def is_jitted(fn: Any) -> bool:
@@ -108,6 +110,11 @@ def _make_calls(recorder: Recorder, target: str, spec: Spec, jit_options: dict[s
         recorder.fail(f"importing {target} called sys.exit({exc.code!r})")
         return
     _check_callable(found, spec, jit_options, no_jit)
+    if options.after_warmup is not None:
+        try:
+            warmup.warm_up_first(recorder, options.after_warmup, options.warmup_parallel)
+        except warmup.WarmupFailed:
+            return
     call_spec(recorder, found.function, spec, jit_options, no_jit, keep_going, options, resolve)
 
 
@@ -192,7 +199,9 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
 
     ``sys.exit(0)`` (or ``None``) is a normal end. With ``options.count_calls``, functions the
     script jits are wrapped to count their calls (a Python wrapper on their cached-call path)
-    and events know during which call they happened.
+    and events know during which call they happened. With ``options.after_warmup``, the plan
+    runs after the script's definitions, before its ``if __name__ == "__main__":`` block
+    (``capture.warmup.run_main``).
 
     Raises:
         TargetError: the script does not exist or has a syntax error.
@@ -204,9 +213,16 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
                               recorder.calls)
         try:
             with counter if options.count_calls else contextlib.nullcontext():
-                runpy.run_path(str(script), run_name="__main__")
+                if options.after_warmup is None:
+                    runpy.run_path(str(script), run_name="__main__")
+                else:
+                    plan, parallel = options.after_warmup, options.warmup_parallel
+                    warmup.run_main(script, lambda block: warmup.warm_up_first(
+                        recorder, plan, parallel, None if block else warmup.NO_MAIN_BLOCK))
         except exits.INTERRUPTIONS:
             raise
+        except warmup.WarmupFailed:
+            pass  # recorded as the run's failure; the workload did not run
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 status = (f"status {exc.code}" if isinstance(exc.code, int)

@@ -22,8 +22,10 @@ from recompile_cli.cli import (
     merge_command,
     options_cli,
     output,
+    warmup_command,
 )
 from recompile_cli.cli.options_cli import (
+    AfterWarmupOption,
     AllOption,
     BaselineOption,
     CacheOption,
@@ -46,6 +48,7 @@ from recompile_cli.cli.options_cli import (
     StaticArgnumsOption,
     StrictOption,
     TimeoutOption,
+    WarmupParallelOption,
     spec_of,
 )
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
@@ -78,6 +81,7 @@ def profile(
     events_log: EventsLogOption = None, quiet: QuietOption = False,
     max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
     timeout: TimeoutOption = None,
+    after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
 ) -> None:
     """Call TARGET as the spec says, in a process of its own under the recorder, and report
     every trace and compile."""
@@ -85,13 +89,16 @@ def profile(
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
-                                 baseline, save_baseline, junit_xml, events_log)
+                                 baseline, save_baseline, junit_xml, events_log,
+                                 after_warmup=after_warmup is not None)
+        plan = options_cli.warmup_plan(after_warmup, warmup_parallel)
         spec = spec_of(args, max_array_bytes, max_calls)
         job = Job(kind="profile", target=target, spec=spec.path or None,
                   max_array_bytes=max_array_bytes, max_calls=max_calls,
                   jit_options=options_cli.jit_options(spec, static_argnames, static_argnums),
                   no_jit=no_jit, keep_going=keep_going, hook_mode=hook_mode.value,
-                  compilation_cache=options_cli.cache_folder(compilation_cache))
+                  compilation_cache=options_cli.cache_folder(compilation_cache),
+                  after_warmup=plan, warmup_parallel=warmup_parallel)
         outcome = finish.supervised(job, request.events_log, quiet=quiet,
                                     timeout=options_cli.run_timeout(timeout),
                                     stdout_to_stderr=request.files.machine_readable)
@@ -123,6 +130,7 @@ def run(
         "--host-timeout", metavar="SECONDS", help="With --check-hosts: seconds to wait for the "
         "other processes' compiles (above 0, at most 86400; default 60).")] = None,
     quiet: QuietOption = False, timeout: TimeoutOption = None,
+    after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...`, in a process of its own under the recorder,
     and report every trace and compile it caused.
@@ -135,11 +143,13 @@ def run(
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log,
-                                 fail_on_compile_regression)
+                                 fail_on_compile_regression, after_warmup is not None)
         job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
                   hook_mode=hook_mode.value, count_calls=count_calls,
                   host_timeout=_host_timeout(check_hosts, host_timeout),
-                  compilation_cache=options_cli.cache_folder(compilation_cache))
+                  compilation_cache=options_cli.cache_folder(compilation_cache),
+                  after_warmup=options_cli.warmup_plan(after_warmup, warmup_parallel),
+                  warmup_parallel=warmup_parallel)
         outcome = finish.supervised(job, request.events_log, quiet=quiet,
                                     timeout=options_cli.run_timeout(timeout),
                                     stdout_to_stderr=request.files.machine_readable)
@@ -276,6 +286,7 @@ def diff(
 
 app.command(name="merge")(merge_command.merge)
 app.command(name="forecast")(forecast_command.forecast)
+app.command(name="warmup")(warmup_command.warmup)
 
 
 def main() -> None:

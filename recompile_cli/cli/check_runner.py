@@ -18,6 +18,7 @@ from pathlib import Path
 
 from recompile_cli import exits
 from recompile_cli.analysis.report import Report, build_report
+from recompile_cli.capture.warmup import check_plan
 from recompile_cli.cli import finish
 from recompile_cli.cli.child import Job
 from recompile_cli.exits import ExitCode
@@ -35,17 +36,19 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
     target."""
     runs: list[Gated] = []
     with _working_dir(budgets.folder):
-        specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec
-        for target, spec in zip(budgets.targets, specs, strict=True):
+        specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec, or plan
+        plans = [check_plan(t.after_warmup, "after_warmup:") if t.after_warmup else None
+                 for t in budgets.targets]
+        for target, spec, plan in zip(budgets.targets, specs, plans, strict=True):
             try:
-                outcome = finish.supervised(_job(target, spec, hook_mode), quiet=quiet,
+                outcome = finish.supervised(_job(target, spec, hook_mode, plan), quiet=quiet,
                                             timeout=timeout, cwd=Path(budgets.folder))
             except exits.INTERRUPTIONS as exc:  # a signal deferred before the target started
                 return runs, exits.interruption_code(exc)
             report = build_report(outcome.session)
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
-                          steady_state_of=steady_of)
+                          steady_state_of=steady_of, after_warmup=plan is not None)
             runs.append(Gated(target.label, report, gates, outcome.failure))
             if outcome.interrupted:
                 return runs, ExitCode(outcome.interrupted)
@@ -60,16 +63,19 @@ def _spec(target: TargetBudget) -> Spec | None:
     return load_spec(target.args, option="the budget file's 'args:'")
 
 
-def _job(target: TargetBudget, spec: Spec | None, hook_mode: HookMode) -> Job:
+def _job(target: TargetBudget, spec: Spec | None, hook_mode: HookMode, plan: Path | None
+         ) -> Job:
+    warmup = str(plan) if plan is not None else None
     if target.script is not None:
         return Job(kind="script", target=target.script, script_args=tuple(target.script_args),
-                   hook_mode=hook_mode.value, count_calls=target.steady_state_after is not None)
+                   hook_mode=hook_mode.value, count_calls=target.steady_state_after is not None,
+                   after_warmup=warmup)
     assert target.target is not None and spec is not None
     options = dict(spec.jit_options)
     options.update(dict(target.jit_options))
     return Job(kind="profile", target=target.target, spec=spec.path or None,
                spec_option="the budget file's 'args:'", jit_options=options,
-               no_jit=target.no_jit, hook_mode=hook_mode.value)
+               no_jit=target.no_jit, hook_mode=hook_mode.value, after_warmup=warmup)
 
 
 def _steady_state_keys(report: Report, target: TargetBudget) -> frozenset[str] | None:

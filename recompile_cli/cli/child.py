@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -64,6 +65,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     count_calls: bool = False
     host_timeout: float | None = None
     compilation_cache: str | None = None
+    after_warmup: str | None = None  # a warm-up plan run before the workload (its path)
+    warmup_parallel: int | None = None
 
 
 def main() -> None:
@@ -111,7 +114,9 @@ def _run(job: Job, log: EventLog, hosts: HostCheck | None
     if job.compilation_cache:
         runner.use_compilation_cache(job.compilation_cache)
     options = runner.RunOptions(HookMode(job.hook_mode), events_log=log,
-                                count_calls=job.count_calls, host_check=hosts)
+                                count_calls=job.count_calls, host_check=hosts,
+                                after_warmup=Path(job.after_warmup) if job.after_warmup else None,
+                                warmup_parallel=job.warmup_parallel)
     if job.kind == "script":
         return runner.run_script(job.target, list(job.script_args), options), None
     spec = _spec(job.spec, job, job.spec_option)

@@ -46,7 +46,7 @@ class Request:
 def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
              max_compiles: int | None, fail_on: str | None, baseline: Path | None,
              save_baseline: Path | None, junit: Path | None, events_log: Path | None,
-             compile_regression: float | None = None) -> Request:
+             compile_regression: float | None = None, after_warmup: bool = False) -> Request:
     """Resolve every path against the starting folder and validate every option."""
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gates
@@ -61,7 +61,7 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
     needs_baseline(compile_regression, baseline)
     loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
     gates = Gates(max_compiles=max_compiles, fail_on=cause_codes(fail_on),
-                  list_all=junit is not None)
+                  list_all=junit is not None, after_warmup=after_warmup)
     return Request(files, gates, loaded, output.absolute(baseline),
                    output.absolute(save_baseline), output.absolute(junit),
                    output.for_process(output.absolute(events_log), None), compile_regression)

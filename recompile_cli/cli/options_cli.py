@@ -95,6 +95,13 @@ MaxArrayOption = Annotated[int | None, typer.Option(
 MaxCallsOption = Annotated[int | None, typer.Option(
     "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
     "100,000).")]
+AfterWarmupOption = Annotated[Path | None, typer.Option(
+    "--after-warmup", metavar="PLAN.py", help="Run this warm-up plan (recompile-cli warmup) "
+    "first, then the workload; gate: exit 1 on any compile of your functions after it, naming "
+    "the signature the plan lacks.")]
+WarmupParallelOption = Annotated[int | None, typer.Option(
+    "--warmup-parallel", min=1, metavar="N", help="With --after-warmup: compile the plan's "
+    "signatures N at a time in threads (its warm_up(parallel=N)).")]
 StaticArgnamesOption = Annotated[str | None, typer.Option(
     help="Comma-separated static argument names, for a plain (not jitted) target.")]
 StaticArgnumsOption = Annotated[str | None, typer.Option(
@@ -150,6 +157,22 @@ def jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]]
             raise RecompileError(f"--static-argnums takes comma-separated integers, got "
                                  f"{nums!r}.") from None
     return out
+
+
+def warmup_plan(plan: Path | None, parallel: int | None) -> str | None:
+    """``--after-warmup``'s plan as an absolute path, checked before anything runs
+    (``capture.warmup.check_plan``); ``--warmup-parallel`` alone is a usage error."""
+    if plan is None:
+        if parallel is not None:
+            raise RecompileError("--warmup-parallel is how many threads --after-warmup's plan "
+                                 "compiles in: pass --after-warmup PLAN.py too, or leave "
+                                 "--warmup-parallel out.")
+        return None
+    from recompile_cli.capture.warmup import check_plan
+
+    absolute = output.absolute(plan)
+    assert absolute is not None
+    return str(check_plan(absolute))
 
 
 def cause_codes(text: str | None) -> tuple[CauseCode, ...]:

@@ -25,7 +25,7 @@ DEFAULT_TOLERANCE = 0.5
 _LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
            "max_equations")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
-                "static_argnames", "static_argnums", "no_jit")
+                "static_argnames", "static_argnums", "no_jit", "after_warmup")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +54,7 @@ class TargetBudget:
     budgets: tuple[Budget, ...] = ()
     jit_options: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     no_jit: bool = False
+    after_warmup: str | None = None  # a warm-up plan run first; no compile after it
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ def _target(raw: Any, where: Where) -> TargetBudget:
     only_keys(raw, _TARGET_KEYS, where)
     if ("target" in raw) == ("script" in raw):
         raise Invalid(where, "give exactly one of 'target' (module:function) or 'script'")
-    for key in ("target", "args", "script"):
+    for key in ("target", "args", "script", "after_warmup"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             raise Invalid((*where, key), f"must be a non-empty string, got {raw[key]!r}")
     if "target" in raw and ":" not in raw["target"]:
@@ -141,7 +142,8 @@ def _target(raw: Any, where: Where) -> TargetBudget:
     if not isinstance(no_jit, bool):
         raise Invalid((*where, "no_jit"), f"must be true or false, got {no_jit!r}")
     budgets = raw.get("budgets", {})
-    if not isinstance(budgets, dict) or (not budgets and steady is None):
+    if not isinstance(budgets, dict) or (not budgets and steady is None
+                                         and "after_warmup" not in raw):
         raise Invalid((*where, "budgets"), "must map function names or globs to limits, e.g. "
                                             "{train_step: {max_compiles: 2}}")
     for pattern in budgets:
@@ -155,7 +157,8 @@ def _target(raw: Any, where: Where) -> TargetBudget:
         label=label, target=raw.get("target"), args=raw.get("args"), script=raw.get("script"),
         script_args=tuple(str(a) for a in script_args), steady_state_after=steady,
         budgets=tuple(_budget(str(k), v, (*where, "budgets", k)) for k, v in budgets.items()),
-        jit_options=tuple(jit_options.items()), no_jit=no_jit)
+        jit_options=tuple(jit_options.items()), no_jit=no_jit,
+        after_warmup=raw.get("after_warmup"))
 
 
 def _budget(pattern: str, raw: Any, where: Where) -> Budget:

@@ -2,7 +2,8 @@
 
 ``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
 (``--max-compiles`` is a budget on every user function), ``--fail-on`` cause codes, the steady
-state, a baseline (its rules: ``gate.against_baseline``), and counts a target that raised as an
+state, no compile after a warm-up plan (``after_warmup``), a baseline (its rules:
+``gate.against_baseline``), and counts a target that raised as an
 error, never as a pass: its run is in ``errors`` and each of its budget rows carries the error
 (``BudgetRow.status`` is ``ERROR``). A limit on equations in a run that recorded none is a
 warning, or a violation under ``strict``, like a budget that matches no function.
@@ -33,6 +34,7 @@ from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, fu
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.cause import Cause
+    from recompile_cli.analysis.warmup import Miss
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,8 @@ class Gates:
         steady_state_of: function keys whose calls count (None: any counted function).
         list_all: a row per user function even without ``max_compiles``.
         budget_owners: whose functions ``budgets`` apply to (``max_compiles``: the user's).
+        after_warmup: no compile of your functions after the warm-up plan
+            (``Session.warmup``; a run that recorded no warm-up fails it).
     """
 
     budgets: tuple[Budget, ...] = ()
@@ -94,11 +98,13 @@ class Gates:
     steady_state_of: frozenset[str] | None = None
     list_all: bool = False
     budget_owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)
+    after_warmup: bool = False
 
     @property
     def any(self) -> bool:
         return bool(self.budgets or self.max_compiles is not None or self.fail_on
-                    or self.steady_state_after is not None or self.list_all)
+                    or self.steady_state_after is not None or self.list_all
+                    or self.after_warmup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +189,8 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         if gates.steady_state_after is not None:
             found.violations += check_steady_state(run.report, gates.steady_state_after,
                                                    gates.steady_state_of)
+        if gates.after_warmup:
+            found.violations += check_after_warmup(run.report)
         if run.failure:
             found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
@@ -298,6 +306,55 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
         f"compiled {counted(len(late), 'more time')}, "
         f"first during call {first.call_index + 1}: "
         f"{describe(report, late)}"), _site(first))]
+
+
+def check_after_warmup(report: Report) -> list[Violation]:
+    """One violation per function of yours that compiled after the warm-up plan, naming the
+    signatures the plan lacked and their causes against the closest planned one; one when no
+    warm-up was recorded (a gate that needs it never passes without it)."""
+    from recompile_cli.analysis.warmup import coverage
+
+    found = coverage(report)
+    if found is None:
+        return [Violation("the warm-up", Rule.AFTER_WARMUP, (
+            "after_warmup: this run recorded no warm-up plan, so nothing shows that it covers "
+            "the workload; run the plan first (run --after-warmup PLAN.py)"))]
+    if found.warmup.error is not None:
+        return []  # the plan raised: the run's failure, an error of the gate already
+    by_function: dict[str, list[Miss]] = {}
+    for miss in found.misses:
+        by_function.setdefault(function_key(miss.event.function, miss.event.defined_at),
+                               []).append(miss)
+    plan = found.warmup.plan
+    shown_plan = relative(plan) or plan
+    out = []
+    for members in by_function.values():
+        name = members[0].event.function
+        out.append(Violation(name, Rule.AFTER_WARMUP, (
+            f"{name}: {counted(len(members), 'compile')} after the warm-up ({shown_plan}): "
+            + "; ".join(describe_miss(m) for m in members[:3])
+            + (f"; ... {len(members) - 3} more" if len(members) > 3 else "")),
+            _site(members[0].event)))
+    return out
+
+
+def describe_miss(miss: Miss) -> str:
+    """``the plan lacks f(x=f32[7,8]): shape at x: f32[8,8] -> f32[7,8] against the closest
+    planned signature (prog.py:7 (main))``."""
+    from recompile_cli.analysis.planning import signature_label
+
+    event = miss.event
+    against = ("" if miss.causes[0].code == CauseCode.FIRST_COMPILE
+               else " against the closest planned signature")
+    text = (f"the plan lacks {event.function}({signature_label(event.signature)}): "
+            f"{_causes_text(list(miss.causes))}{against}")
+    if miss.skipped is not None:
+        text += f" (the plan skipped a signature of it here: {miss.skipped.reason})"
+    if miss.unplayable is not None:
+        text += f" (not replayable: {miss.unplayable})"
+    if event.call_site:
+        text += f" ({relative(event.call_site)})"
+    return text
 
 
 def _site(event: Event) -> str | None:

@@ -25,6 +25,7 @@ class Rule(StrEnum):
     COMPILE_REGRESSION = "compile_regression"  # --fail-on-compile-regression, with a baseline
     # with ``strict``, a limit on equations where the run recorded none (public-only hooks)
     NOT_RECORDED = "not_recorded"
+    AFTER_WARMUP = "after_warmup"  # a compile after the warm-up plan (--after-warmup)
 
 
 @dataclass(frozen=True, slots=True)

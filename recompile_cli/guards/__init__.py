@@ -114,7 +114,9 @@ class Guard:
         return self._watch is not None
 
     def install(self) -> Guard:
-        """Start guarding (does nothing when the config is disabled or already installed)."""
+        """Start guarding (does nothing when the config is disabled or already installed).
+        With ``after_warmup``, the plan runs first; what it raises is a ``RuntimeError`` (the
+        guard is removed again)."""
         if self._watch is not None or not self.config.enabled:
             return self
         watch = Watch(self.config, act=self._act, blind=self._blind)
@@ -122,6 +124,8 @@ class Guard:
         recorder.start()
         self._watch = watch
         arm(watch)
+        if self.config.after_warmup is not None:
+            self._warm_up(watch)
         if self.config.warmup_calls:
             from recompile_cli.capture.counting import CallCounter
 
@@ -129,6 +133,18 @@ class Guard:
                                         recorder.calls)
             self._counter.__enter__()
         return self
+
+    def _warm_up(self, watch: Watch) -> None:
+        from pathlib import Path
+
+        from recompile_cli.capture.warmup import run_plan
+
+        assert self.config.after_warmup is not None
+        done = run_plan(watch.recorder, Path(self.config.after_warmup),
+                        self.config.warmup_parallel)
+        if done.error is not None:
+            self.uninstall(raising=False)
+            raise RuntimeError(inert(f"recompile-cli guard: {done.error}"))
 
     def uninstall(self, *, raising: bool = True) -> None:
         """Stop guarding and restore JAX (and ``jax.jit`` when ``warmup_calls`` wrapped it).
@@ -252,9 +268,11 @@ def _stacklevel(user_frame: types.FrameType | None) -> int:
 
 
 # -- making guards ---------------------------------------------------------------------------------
-def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
+def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: int = 0,
           on: Mode = "warn", functions: Iterable[str] | None = None,
-          check_hosts: bool = False, host_timeout: float = 60.0) -> Guard:
+          check_hosts: bool = False, host_timeout: float = 60.0,
+          after_warmup: str | os.PathLike[str] | None = None,
+          warmup_parallel: int | None = None) -> Guard:
     """A guard to use as a context manager: ``with recompile_cli.guard(...): train()``.
 
     It does not clear JAX's caches: functions already compiled before it count from their
@@ -262,7 +280,8 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
 
     Args:
         max_compiles: the most compiles allowed per function; or a mapping from function-name
-            globs to limits (only matching functions are guarded; first match wins).
+            globs to limits (only matching functions are guarded; first match wins). Default
+            1, and 0 with ``after_warmup``.
         warmup_calls: compiles during a function's first N calls are not counted (needs the
             function to be jitted while the guard is installed; see the module docstring).
         on: ``"warn"`` (``RecompileWarning``), ``"raise"`` (``RecompileLimitExceeded``) or
@@ -275,16 +294,41 @@ def guard(max_compiles: int | Mapping[str, int] = 1, *, warmup_calls: int = 0,
             while it waits in a collective exits 3 (``capture.host_check``). A bool.
         host_timeout: seconds, a number above 0 and at most 86400 (checked even when
             ``check_hosts`` is False).
+        after_warmup: a warm-up plan (``recompile-cli warmup SESSION -o PLAN.py``) run when
+            the guard is installed; its compiles do not count, and every compile of a guarded
+            function after it is one more than ``max_compiles`` (0 by default) allows: the
+            violation names the signature the plan lacks and its cause against the closest
+            planned one. Checked here (``ValueError``); what the plan raises is a
+            ``RuntimeError`` when the ``with`` block starts.
+        warmup_parallel: the plan's ``warm_up(parallel=N)``: N threads.
 
     Returns:
         A ``Guard``, installed when the ``with`` block starts.
     """
     hosts = options.host_timeout(host_timeout)
-    return Guard(GuardConfig(max_compiles=options.limits(max_compiles, "max_compiles"),
+    plan = _plan(after_warmup)
+    limit = max_compiles if max_compiles is not None else 0 if plan is not None else 1
+    return Guard(GuardConfig(max_compiles=options.limits(limit, "max_compiles"),
+                             after_warmup=plan, warmup_parallel=warmup_parallel,
                              warmup_calls=warmup_calls, on=on,
                              functions=options.names(functions, "functions"),
                              host_timeout=hosts if options.flag(check_hosts, "check_hosts")
                              else None))
+
+
+def _plan(path: str | os.PathLike[str] | None) -> str | None:
+    """``after_warmup``'s plan as an absolute path, checked now (``ValueError`` naming it)."""
+    if path is None:
+        return None
+    from recompile_cli.capture.warmup import check_plan
+    from recompile_cli.errors import TargetError
+
+    try:
+        return str(check_plan(os.fspath(path), "after_warmup"))
+    except TypeError:
+        raise TypeError(f"after_warmup must be a path, got {type(path).__name__}") from None
+    except TargetError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,

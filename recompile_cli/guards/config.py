@@ -42,6 +42,10 @@ class GuardConfig:
 
     ``host_timeout``: check the processes of a ``jax.distributed`` job against each other at
     each compile, waiting this many seconds for them (``capture.host_check``); None: no.
+
+    ``after_warmup``: a warm-up plan (``recompile-cli warmup``) the guard runs when installed,
+    in ``warmup_parallel`` threads; its compiles do not count, and the limits count the
+    compiles after it.
     """
 
     max_compiles: int | Mapping[str, int] = 1
@@ -51,6 +55,8 @@ class GuardConfig:
     enabled: bool = True
     other_limit: int | None = None
     host_timeout: float | None = None
+    after_warmup: str | None = None
+    warmup_parallel: int | None = None
 
     def __post_init__(self) -> None:
         options.choice(self.on, "on", _MODES)
@@ -60,6 +66,8 @@ class GuardConfig:
             options.limit(self.other_limit, "max_compiles")
         if self.host_timeout is not None:
             options.host_timeout(self.host_timeout)
+        if self.warmup_parallel is not None:
+            options.limit(self.warmup_parallel, "warmup_parallel")
         if self.functions is not None and not self.functions:
             raise ValueError("functions=[]: an empty list guards nothing; leave it out to "
                              "guard all your functions, or name some (functions='train_*')")

@@ -38,6 +38,8 @@ from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Event, Owner, Session, function_key
 
 if TYPE_CHECKING:
+    from recompile_cli.analysis.report import Report
+    from recompile_cli.analysis.warmup import Miss
     from recompile_cli.capture.host_check import HostCheck
 
 
@@ -127,6 +129,8 @@ class Watch:
         limit = config.limit_of(event.function, event.owner)
         if limit is None:
             return None
+        if config.after_warmup is not None and self.recorder.warmup is None:
+            return None  # the warm-up plan's own compile
         key = self._key_of(event)
         if config.warmup_calls:
             calls = self.recorder.calls.get(key)
@@ -171,17 +175,26 @@ class Watch:
         report = build_report(replace(session, events=tuple(events)))
         event = _event_of(events, compiled)
         cause = report.primary(event)
+        after_warmup = _after_warmup(report, event)
+        if after_warmup is not None:
+            cause = after_warmup.causes[0]
         call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
                      if user_frame is not None else event.call_site)
         suggestion = next((s.message for s in report.suggestions if s.code == cause.code),
                           None)
         described = describe(report, [replace(event, call_site=call_site)])
+        if after_warmup is not None:
+            from recompile_cli.gate.evaluate import describe_miss
+
+            described = describe_miss(replace(after_warmup,
+                                              event=replace(event, call_site=call_site)))
         warmup = ""
         if self.config.warmup_calls and key not in self.recorder.calls:
             warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
                       "guard was installed, so its calls are not counted)")
-        message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}, "
-                   f"limit {limit}{warmup}. This compile: {described}.")
+        after = " after the warm-up plan" if after_warmup is not None else ""
+        message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}"
+                   f"{after}, limit {limit}{warmup}. This compile: {described}.")
         if suggestion:
             message += f" Suggestion: {suggestion}"
         violation = GuardViolation(
@@ -258,6 +271,17 @@ def _clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
 
 def _at(frame: types.FrameType | None) -> str:
     return "" if frame is None else f" at {relative(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _after_warmup(report: Report, event: Event) -> Miss | None:
+    """The ``analysis.warmup.Miss`` of ``event`` when a warm-up plan ran before it, else None."""
+    warmup = report.session.warmup
+    if warmup is None:
+        return None
+    from recompile_cli.analysis.warmup import after_warmup, misses
+
+    return next((m for m in misses(report, after_warmup(warmup), owners=tuple(Owner))
+                 if m.event.seq == event.seq), None)
 
 
 def _event_of(events: Sequence[Event], compiled: Event) -> Event:

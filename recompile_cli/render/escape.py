@@ -214,4 +214,18 @@ def html_prose(value: Any) -> str:
     return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
+# -- Python source (generated warm-up plans) ----------------------------------------------------
+
+def python_comment(value: Any) -> str:
+    """Text for a ``#`` comment of generated Python: one line (no line break, carriage return
+    or other control character ends the comment early; bidi overrides are shown too)."""
+    return controls(value)
+
+
+def python_string(value: Any) -> str:
+    """A Python string literal of the text (``repr``): data in a generated program is only
+    ever a string, never code."""
+    return repr(text(value))
+
+
 # -- JSON -------------------------------------------------------------------------------------

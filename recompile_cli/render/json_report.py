@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render import compile_cost
+from recompile_cli.render import compile_cost, warmup_coverage
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 
@@ -49,6 +49,9 @@ def _fields(report: Report, events: list[msgspec.Raw]) -> dict[str, Any]:
     }
     fields.update((name, value) for name, value in saved.items() if name not in fields)
     fields["compile_cost"] = compile_cost.json_section(report)  # added in 0.3: after the rest
+    section = warmup_coverage.json_section(report)
+    if section is not None:  # a run after a warm-up plan
+        fields["warmup_coverage"] = section
     return fields
 
 

@@ -19,7 +19,7 @@ from tabulate import tabulate
 from recompile_cli.analysis.cache_outcomes import outcomes
 from recompile_cli.analysis.report import FunctionRow, Report
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.render import cache_keys, compile_cost, escape, fit
+from recompile_cli.render import cache_keys, compile_cost, escape, fit, warmup_coverage
 from recompile_cli.render.fit import Column, Give
 from recompile_cli.render.headline import headline
 from recompile_cli.session.locations import display as location
@@ -59,6 +59,7 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
     if env.compilation_cache_dir:
         head.append(f"persistent cache {show(relative(env.compilation_cache_dir))}: "
                     + show(cache_keys.outcome_line(outcomes(session.events))))
+    head += [show(line) for line in warmup_coverage.text_lines(report)]
     if style is MARKDOWN:
         head = [line + "  " for line in head]  # Markdown line breaks
     lines = _prose(head, fits)
