@@ -32,6 +32,9 @@ Goals (see benchmarks/RESULTS.md for the figures and the machine):
             spent inside ``jax_cost.cost_of`` in the same runs <= 1.05
 * table-N:  N = 2,000 and 10,000 trace-only misses (``jax.jit(f).trace``), plain vs
             ``recompile-cli run --format json --output /dev/null`` <= 1.5
+* warmup:   for information, a warm-up plan of 8 signatures compiled in N threads (N: the CPU
+            count, at least 2) over one after the other, in process, paired
+            (benchmarks/warmup.py); below 1 the parallel warm-up is faster
 * report:   a saved session of 100,000 events, against the floor of a process that only
             ``json.load``s the file: ``report --format table`` <= 2.0x the floor, ``report
             --output x.html`` <= 3.0x; peak memory (max RSS) of those < 500 MB; memory per
@@ -302,6 +305,15 @@ def guard(quick: bool) -> list[Row]:
                 values, 1.02)]
 
 
+def warmup(quick: bool) -> list[Row]:
+    reps = "3" if quick else "5"
+    threads = str(max(2, os.cpu_count() or 2))
+    values = ratio_list([PY, str(HERE / "warmup.py"), "--signatures", "8", "--reps", reps,
+                         "--threads", threads, "--ratios-only"])
+    return [Row("warmup", f"a plan of 8 signatures: warm_up(parallel={threads}) / warm_up() "
+                "(in process, paired)", values, None)]
+
+
 def hosts(quick: bool) -> list[Row]:
     """``run --check-hosts`` in a two-process job (benchmarks/host_check.py)."""
     command = [PY, str(HERE / "host_check.py"), "--json", "--reps", "9" if quick else "21",
@@ -445,7 +457,7 @@ def memory_per_event(path: Path, events: int) -> list[Row]:
 GOALS: dict[str, Callable[[bool], list[Row]]] = {
     "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "hosts": hosts,
     "miss": miss, "cost": cost,
-    "table": signatures, "report": report}
+    "table": signatures, "report": report, "warmup": warmup}
 
 
 def machine() -> str:

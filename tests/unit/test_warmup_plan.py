@@ -1,0 +1,251 @@
+"""Warm-up plans from hand-made sessions (no JAX): what is planned, what is not and why, and
+that no session, however hostile, makes a plan run code it did not name."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import msgspec
+import pytest
+from builders import event, leaf, session, sig
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recompile_cli.analysis import planning
+from recompile_cli.analysis.planning import Unwritable, plan
+from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
+from recompile_cli.session.warmup import (
+    Argument,
+    Node,
+    NodeKind,
+    Placement,
+    Replay,
+    Value,
+    ValueKind,
+)
+
+LEAF = Node(NodeKind.LEAF)
+DICT_XY = Node(NodeKind.DICT, 2, keys=(Value(ValueKind.LITERAL, "'x'"),
+                                       Value(ValueKind.LITERAL, "'y'")))
+
+
+def step_event(replay: Replay, seq: int = 0, n: int = 8, **changes):
+    signature = sig(paths={"batch['x']": leaf("f32", n, 4), "batch['y']": leaf("f32", n, 1),
+                           "lr": leaf("f32", weak=True)})
+    return replace(event(signature, function="step", seq=seq, start=float(seq)), replay=replay,
+                   **changes)
+
+
+def good_replay(**changes) -> Replay:
+    replay = Replay("model:step", (
+        Argument("batch", tree=(DICT_XY, LEAF, LEAF)),
+        Argument("lr", tree=(LEAF,)),
+        Argument("mode", keyword=True, static=Value(ValueKind.LITERAL, "'train'"))))
+    return msgspec.structs.replace(replay, **changes)
+
+
+with_ = msgspec.structs.replace  # the replay's types are msgspec structs
+
+
+def rendered(*events) -> tuple[planning.Plan, str]:
+    found = plan(session(list(events)))
+    return found, render_plan(found, "run.json", "/work")
+
+
+def test_a_plan_holds_each_distinct_signature_once():
+    found, text = rendered(step_event(good_replay(), 0), step_event(good_replay(), 1),
+                           step_event(good_replay(), 2, n=4))
+    assert len(found.planned) == 2 and not found.unplayable
+    assert text.count("yield 'step'") == 2
+    assert ("f.lower(\n        {'x': _array((8, 4), 'float32'), 'y': _array((8, 1), "
+            "'float32')},\n        _array((), 'float32', weak_type=True),\n"
+            "        mode='train',\n    )") in text
+    assert "    f = _jitted('model', 'step')" in text
+    compile(text, "plan.py", "exec")
+
+
+def test_what_cannot_be_replayed_is_listed_with_why():
+    lam = good_replay(function=None, problem="a lambda jitted where no module-level name "
+                      "holds the jitted object")
+    static = good_replay(arguments=(Argument("cfg", problem="Cfg() has no literal form"),))
+    jax_own = replace(step_event(good_replay(), 3), function="_normal", owner="jax")
+    derived = replace(step_event(None, 4), function="derived", traced=False, replay=None)
+    found, text = rendered(step_event(lam, 0), step_event(lam, 1), step_event(static, 2),
+                           jax_own, derived)
+    reasons = {(u.function, u.compiles): u.reason for u in found.unplayable}
+    assert "a lambda jitted" in reasons[("step", 2)]
+    assert reasons[("step", 1)] == "argument cfg: Cfg() has no literal form"
+    assert reasons[("_normal", 1)].startswith("JAX's own function")
+    assert "derived from it by grad/vjp/vmap" in next(
+        u.reason for u in found.unplayable if "derived" in u.reason)
+    assert not found.planned
+    for reason in (u.reason for u in found.unplayable):
+        assert reason in text  # the same list in the plan, the summary and the JSON
+        assert reason in summary_text(found, "plan.py", "run.json")
+        assert reason in summary_json(found, "plan.py", "run.json")
+
+
+@pytest.mark.parametrize(("replay", "why"), [
+    (good_replay(function="__import__('os').system('x'):f"), "is not a dotted name"),
+    (good_replay(function="model:step; import os"), "is not a dotted name"),
+    (good_replay(function="model:class"), "is not a dotted name"),  # a keyword
+    (good_replay(arguments=(Argument("mode", static=Value(ValueKind.LITERAL,
+                                                          "__import__('os')")),)),
+     "does not read back as a literal"),
+    (good_replay(arguments=(Argument("mode", static=Value(ValueKind.LITERAL, "1e999")),)),
+     "does not read back as itself"),
+    (good_replay(arguments=(*good_replay().arguments[:2], Argument(
+        "mode", keyword=True, static=Value(ValueKind.LITERAL, "(1, 2)")))), None),  # fine
+    (good_replay(arguments=(Argument("x=1, y", keyword=True,
+                                     static=Value(ValueKind.LITERAL, "1")),)), "is not a name"),
+    (good_replay(arguments=(Argument("m", static=Value(
+        ValueKind.DATACLASS, "model:Cfg", (Value(ValueKind.LITERAL, "1"),),
+        ("a=exec('x')",))),)), "fields are not names"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.DTYPE, "float32')")),)),
+     "the dtype"),
+    (good_replay(arguments=(Argument("batch", tree=(
+        Node(NodeKind.DICT, 2, keys=(Value(ValueKind.LITERAL, "open('/etc/passwd')"),
+                                     Value(ValueKind.LITERAL, "'y'"))), LEAF, LEAF)),
+                            Argument("lr", tree=(LEAF,)))), "does not read back"),
+    (good_replay(arguments=(Argument("batch", tree=(
+        Node(NodeKind.CUSTOM, 2, type="model:S(", aux=None), LEAF, LEAF)),
+                            Argument("lr", tree=(LEAF,)))), "is not a dotted name"),
+    (good_replay(arguments=(Argument("batch", tree=(DICT_XY, LEAF)),
+                            Argument("lr", tree=(LEAF,)))), "its pytree ends early"),
+    (good_replay(files={"os; x": "/a.py"}), "is not a dotted name"),
+])
+def test_every_part_of_a_replay_is_checked_before_it_is_written(replay, why):
+    found, text = rendered(step_event(replay))
+    compile(text, "plan.py", "exec")
+    if why is None:
+        assert found.planned and not found.unplayable
+        return
+    (item,) = found.unplayable
+    assert why in item.reason
+    assert not found.planned and "BLOCKS = []" in text
+
+
+def test_placements_are_checked():
+    mesh = Placement("mesh", (0, 1), "cpu", (2,), ("batch",), ("Explicit",), "('batch', None)",
+                     "device")
+    placed = good_replay(placements=(mesh,), leaf_placements=(1, 0, 0))
+    found, text = rendered(step_event(placed))
+    assert ("_array((8, 4), 'float32', sharding=_named(_mesh('cpu', (0, 1), (2,), ('batch',), "
+            "('Explicit',)), ('batch', None), memory_kind='device'))") in text
+    for bad, why in [(with_(mesh, axis_types=("Auto); import os; (",)), "unknown axis types"),
+                     (with_(mesh, spec="__import__('os')"), "does not read back"),
+                     (with_(mesh, spec="(1, 2)"), "not a tuple of axis names"),
+                     (with_(mesh, mesh_shape=(3,)), "does not match its devices"),
+                     (with_(mesh, kind="gspmd"), "a placement of kind")]:
+        found, _ = rendered(step_event(with_(placed, placements=(bad,))))
+        assert why in found.unplayable[0].reason
+    found, _ = rendered(step_event(with_(placed, placements=(
+        Placement("other", problem="a GSPMDSharding, which the plan does not build"),))))
+    assert found.unplayable[0].reason == ("a sharding the plan cannot build: a GSPMDSharding, "
+                                          "which the plan does not build")
+
+
+def test_literal_round_trips_only():
+    assert planning.literal("-1.5") == -1.5
+    assert planning.literal("('a', None, (1, 2))") == ("a", None, (1, 2))
+    for text in ("1.50", "x", "f()", "[" * 10000, "9" * 5000, "'a' 'b'"):
+        with pytest.raises(Unwritable):
+            planning.literal(text)
+
+
+ALLOWED_CALLS = {"_jitted", "_array", "_ref", "_node", "_namedtuple", "_dataclass", "_device",
+                 "_named", "_mesh"}
+ALLOWED_NAMES = ALLOWED_CALLS | {"f", "label", "jax"}
+
+
+def block_functions(text: str) -> list[ast.FunctionDef]:
+    tree = ast.parse(text)
+    blocks = next(node for node in tree.body if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "BLOCKS")
+    names = {element.id for element in blocks.value.elts}  # type: ignore[attr-defined]
+    return [node for node in tree.body if isinstance(node, ast.FunctionDef)
+            and node.name in names]
+
+
+def assert_inert(text: str) -> None:
+    """Every block of the plan only calls the plan's helpers and ``f.lower``, reads no name
+    but its own, and holds the session's text only as constants."""
+    for block in block_functions(text):
+        for node in ast.walk(block):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name):
+                    assert func.id in ALLOWED_CALLS, ast.unparse(node)
+                else:
+                    assert ast.unparse(func) in ("f.lower", "jax.numpy.dtype"), ast.unparse(node)
+            elif isinstance(node, ast.Name):
+                assert node.id in ALLOWED_NAMES, node.id
+            elif isinstance(node, ast.Attribute):
+                assert ast.unparse(node) in ("f.lower", "jax.numpy", "jax.numpy.dtype")
+            assert not isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Delete))
+
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=30) | st.sampled_from([
+    "'''", '"""', "\n", "\r", "\\", "__import__('os').system('id')", "a.b", "#", "\u2028",
+    "\u202e", "model:step", "x=1)", "')", "\x00"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(function=TEXT, ref=TEXT, name=TEXT, key=TEXT, literal=TEXT, dtype=TEXT, path=TEXT,
+       site=TEXT, file=TEXT, axis=TEXT, module=TEXT)
+def test_no_session_makes_a_plan_run_code_it_did_not_name(function, ref, name, key, literal,
+                                                          dtype, path, site, file, axis,
+                                                          module):
+    replay = Replay(ref or "model:step", (
+        Argument(name or "x", tree=(Node(NodeKind.DICT, 1, keys=(
+            Value(ValueKind.LITERAL, key),)), LEAF)),
+        Argument(name or "y", keyword=True, static=Value(ValueKind.LITERAL, literal))),
+        files={module: file}, placements=(Placement("mesh", (0,), axis, (1,), (axis,), (),
+                                                    "(None,)"),), leaf_placements=(1,))
+    signature = sig(paths={path or "x": leaf(dtype or "f32", 2)})
+    hostile = replace(event(signature, function=function, call_site=site, defined_at=site),
+                      replay=replay)
+    # a replay that passes every check, named and placed by the hostile texts
+    named = replace(event(sig(paths={path or "x": leaf("f32", 2)}), function=function, seq=2,
+                          call_site=site, defined_at=site, start=2.0),
+                    replay=Replay("model:step", (Argument("x", tree=(LEAF,)),)))
+    found = plan(session([hostile, step_event(good_replay(), seq=1), named]))
+    assert found.planned  # at least the two good ones
+    text = render_plan(found, function, file)
+    compile(text, "plan.py", "exec")  # parses: nothing breaks out of a string or comment
+    assert_inert(text)
+    assert len(found.planned) + sum(u.compiles for u in found.unplayable) == 3
+
+
+def test_the_after_warmup_gate_needs_a_warmup_and_names_each_miss():
+    from recompile_cli.analysis.report import build_report
+    from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate
+    from recompile_cli.session.warmup import Skipped, Warmup
+
+    events = [step_event(good_replay(), 0, n=8), step_event(good_replay(), 1, n=4),
+              step_event(good_replay(), 3, n=16)]
+    gates = Gates(after_warmup=True)
+    assert gates.any
+    # no warm-up recorded: the gate cannot pass
+    result = evaluate([Gated("prog", build_report(session(events)), gates)])
+    (violation,) = result.every_violation
+    assert violation.rule == Rule.AFTER_WARMUP and "recorded no warm-up plan" in violation.message
+    # a warm-up that ended after the first two (8 and 4): 16 compiled after it
+    warmup = Warmup("plan.py", 0.0, 1.5, compiled=2,
+                    skipped=(Skipped("step", "x=f32[16,4]", "needs cpu devices [0, 1]"),))
+    report = build_report(session(events, warmup=warmup))
+    (violation,) = evaluate([Gated("prog", report, gates)]).every_violation
+    assert violation.function == "step" and violation.call_site == "prog.py:10 (<module>)"
+    assert violation.message.startswith("step: 1 compile after the warm-up (plan.py): the plan "
+                                        "lacks step(batch['x']=f32[16,4], ")
+    # against the closest planned signature: both differ as much, the most recent wins
+    assert ("shape at batch['x']: f32[4,4] -> f32[16,4], batch['y']: f32[4,1] -> f32[16,1] "
+            "against the closest planned signature") in violation.message
+    assert "the plan skipped a signature of it here: needs cpu devices [0, 1]" in \
+        violation.message
+    # the plan raised: the run's failure, not a second violation
+    failed = Warmup("plan.py", 0.0, 1.5, error="the warm-up plan plan.py raised KeyError")
+    report = build_report(session(events[:2], warmup=failed))
+    result = evaluate([Gated("prog", report, gates, failure=failed.error)])
+    assert not result.every_violation and not result.held
