@@ -131,6 +131,18 @@ def path_option(value: str) -> Path:
     return Path(value)
 
 
+def folder_option(value: str) -> Path:
+    """The parser of a folder option (``--compilation-cache``): an empty path or an existing
+    file is a usage error (exit 2) naming the option, before anything runs."""
+    if not value.strip():
+        raise typer.BadParameter("the path is empty. Name a folder.")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise typer.BadParameter(f"{value} is a file, not a folder. Name a folder (it is "
+                                 "made if it does not exist).")
+    return path
+
+
 def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> None:
     """Fail before the run when ``path`` could not be written afterwards: the first of its
     folders that exists must be a writable folder (the missing ones are made when it is

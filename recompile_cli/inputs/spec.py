@@ -7,7 +7,9 @@ substituted); an error names the file, the line and the field. Nothing here impo
 Resource limits are checked before anything is allocated: the number of calls a spec makes
 (``repeat`` times every sweep combination, summed over ``calls``) may not exceed ``max_calls``
 (default ``DEFAULT_MAX_CALLS``), and no single array may take more than ``max_array_bytes``
-(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``.
+(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``. Specs run
+one after the other (a warm-up, then the workload) share one ``max_calls``: ``check_calls``
+holds their sum to it, as ``load_spec`` holds each.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "ScalarSpec",
     "Spec",
     "TupleSpec",
+    "check_calls",
     "load_spec",
     "single_call",
 ]
@@ -151,6 +154,18 @@ def load_spec(path: str | Path, *, max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTE
         return _parse(str(path), data, _Limits(max_array_bytes, max_calls))
     except Invalid as bad:
         raise SpecError(bad.located(path, text)) from None
+
+
+def check_calls(specs: dict[str, Spec], max_calls: int = DEFAULT_MAX_CALLS) -> None:
+    """``SpecError`` when the specs run one after the other (option -> spec, e.g. ``--warmup``
+    and ``--args``) make more calls together than ``max_calls``, the limit each one is held to
+    on its own."""
+    total = sum(len(spec.cases) for spec in specs.values())
+    if total > max_calls:
+        parts = " and ".join(f"{option} {len(spec.cases):,}" for option, spec in specs.items())
+        raise SpecError(f"The specs make {total:,} calls together ({parts}), more than the "
+                        f"limit of {max_calls:,} calls, which holds for all the calls of one run. "
+                        "Make fewer calls, or raise the limit (--max-calls).")
 
 
 @dataclass(frozen=True, slots=True)
