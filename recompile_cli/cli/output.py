@@ -2,7 +2,8 @@
 written to, CI's extras (GitHub step summary and annotations, JUnit XML), and the reason for
 the exit code (``exits`` decides the code).
 
-The only module, with ``app``, that prints. Files are written atomically; a file that cannot be
+The only module, with ``app``, that prints. Files are written by ``fileio``: atomically, and
+through links to what they point at, as a shell redirection writes; a file that cannot be
 written is reported and the other outputs are still produced.
 """
 
@@ -21,7 +22,7 @@ import typer
 
 from recompile_cli import exits
 from recompile_cli.errors import RecompileError
-from recompile_cli.fileio import atomic_write_text
+from recompile_cli.fileio import atomic_write_text, target
 from recompile_cli.render import escape
 
 if TYPE_CHECKING:
@@ -152,7 +153,14 @@ def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> N
         return
     if path.is_dir() and not folder_ok:
         raise RecompileError(f"{option} {path}: it is a folder. Name a file in it.")
-    folder = path.parent
+    try:
+        real = target(path)  # what is written: a link's target (fileio writes through links)
+    except OSError as exc:
+        raise RecompileError(f"{option} {path}: {exc.strerror or exc}. Name a file, or a link "
+                             "to one.") from None
+    if real is None:  # a process's open file (/dev/stdout): written in place
+        return
+    folder = real.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if folder.exists() and not folder.is_dir():

@@ -340,6 +340,7 @@ def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
             raise Invalid((*where, "scalar"), f"must be a number or a boolean, got {value!r}")
         dtype = raw.get("dtype", defaults["dtype"])
         _check_array_options({"dtype": dtype}, where)
+        _check_scalar_fits(value, dtype, (*where, "scalar"))
         return ScalarSpec(value, dtype)
     if form == "tuple":
         only_keys(raw, ("tuple",), where)
@@ -385,6 +386,27 @@ def _check_array_options(options: dict[str, Any], where: Where) -> None:
     seed = options.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise Invalid((*where, "seed"), f"must be a non-negative integer, got {seed!r}")
+
+
+def _check_scalar_fits(value: Any, dtype: str, where: Where) -> None:
+    """An integer or boolean dtype takes only a whole number it can hold (JAX would raise an
+    ``OverflowError`` building the call, or truncate 2.5); a float or complex dtype takes any
+    number (an infinity is a value a program may be tested with)."""
+    if dtype == "bool":
+        if value not in (0, 1) or isinstance(value, float):
+            raise Invalid(where, f"a bool scalar is true or false, got {value!r}")
+        return
+    if not dtype.startswith(("int", "uint")):
+        return
+    bits = 8 * ITEMSIZE[dtype]
+    low, high = (0, 2 ** bits - 1) if dtype.startswith("u") else (-(2 ** (bits - 1)),
+                                                                 2 ** (bits - 1) - 1)
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if not whole or not low <= value <= high:
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}..."
+        article = "an" if dtype.startswith("int") else "a"
+        raise Invalid(where, f"{article} {dtype} scalar is a whole number from {low:,} to "
+                             f"{high:,}, got {shown}")
 
 
 def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: Where, limit: int) -> None:
