@@ -27,7 +27,7 @@ HOSTILE = ["inf", "-inf", "nan", "1e309", "-1", "1" + "0" * 400, "abc", ""]
 # just past each option's range (a new numeric option must say where its range ends)
 ABOVE = {"--max-compiles": ranges.MAX_COUNT + 1, "--max-calls": ranges.MAX_CALLS + 1,
          "--max-array-bytes": ranges.MAX_BYTES + 1, "--fail-on-compile-regression": 1e7,
-         "--host-timeout": 86401}
+         "--host-timeout": 86401, "--timeout": 30 * 86400 + 1}
 # what an option needs beside it for its value to be looked at
 _COMPANIONS = {"--host-timeout": ["--check-hosts"]}
 
