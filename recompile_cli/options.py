@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from recompile_cli import ranges
 from recompile_cli.session.model import CauseCode, HookMode
 
 
@@ -58,14 +59,27 @@ def _items(value: Any, parameter: str) -> tuple[Any, ...]:
 
 
 def limit(value: Any, parameter: str) -> int:
-    """A count limit (``max_compiles``, ``warmup_calls``): a non-negative integer, not a bool."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{parameter}={value!r} is not a limit: use a non-negative integer, "
-                        f"e.g. {parameter}=1")
-    if value < 0:
-        raise ValueError(f"{parameter}={value!r} is not a limit: use a non-negative integer, "
-                         f"e.g. {parameter}=1")
-    return value
+    """A count limit (``max_compiles``, ``warmup_calls``): an integer from 0 to
+    ``ranges.MAX_COUNT``, not a bool."""
+    problem = ranges.count_problem(value)
+    if problem is None:
+        return int(value)
+    error = TypeError if isinstance(value, bool) or not isinstance(value, int) else ValueError
+    raise error(f"{parameter}={ranges.shown(value)} is not a limit: it {problem}; e.g. "
+                f"{parameter}=1")
+
+
+def threads(value: Any, parameter: str) -> int | None:
+    """A number of threads (``warmup_parallel``): None, or an integer from 1 to
+    ``ranges.MAX_THREADS``, not a bool."""
+    if value is None:
+        return None
+    problem = ranges.count_problem(value, minimum=1, maximum=ranges.MAX_THREADS)
+    if problem is None:
+        return int(value)
+    error = TypeError if isinstance(value, bool) or not isinstance(value, int) else ValueError
+    raise error(f"{parameter}={ranges.shown(value)} is not a number of threads: it {problem}; "
+                f"e.g. {parameter}=4")
 
 
 def limits(value: Any, parameter: str) -> int | dict[str, int]:
@@ -122,14 +136,21 @@ def seconds(value: Any, parameter: str, maximum: float, maximum_text: str) -> fl
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{parameter}={value!r} is not a number of seconds: use a number above "
                         f"0, at most {maximum:g}, e.g. {parameter}=60")
-    try:
-        found = float(value)
-    except OverflowError:  # an int beyond any float
-        found = float("inf")
-    if not 0 < found <= maximum:  # NaN and infinities included
-        raise ValueError(f"{parameter}={value!r}: use a number of seconds above 0, at most "
-                         f"{maximum:g} ({maximum_text}), e.g. {parameter}=60")
-    return found
+    if ranges.number_problem(value, maximum, above_minimum=True):
+        raise ValueError(f"{parameter}={ranges.shown(value)}: use a number of seconds above 0, "
+                         f"at most {maximum:g} ({maximum_text}), e.g. {parameter}=60")
+    return float(value)
+
+
+def percent(value: Any, parameter: str) -> float:
+    """A percentage (``--fail-on-compile-regression``): a finite number from 0 to
+    ``ranges.MAX_PERCENT``; an infinite one would make a gate that can never fail."""
+    problem = ranges.number_problem(value, ranges.MAX_PERCENT)
+    if problem is None:
+        return float(value)
+    number = not isinstance(value, bool) and isinstance(value, int | float)
+    error = ValueError if number else TypeError
+    raise error(f"{parameter}={ranges.shown(value)} is not a percentage: it {problem}")
 
 
 # -- a function and its calls, given to the Python API (``forecast``) ----------------------------

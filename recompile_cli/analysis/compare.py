@@ -25,8 +25,8 @@ class FunctionTotals:
     traces: int = 0
     compiles: int = 0
     compile_seconds: float = 0.0
-    # jaxpr equations of its largest compiled program; None: not recorded (public-only hooks,
-    # JAX < 0.9, a session saved before the compile cost existed)
+    # jaxpr equations of its largest compiled program; None: not recorded for every compile
+    # (public-only hooks, JAX < 0.9, a session saved before the compile cost existed)
     equations: int | None = None
 
     def __add__(self, other: FunctionTotals) -> FunctionTotals:
@@ -47,10 +47,15 @@ def function_totals(reports: Iterable[Report]) -> dict[str, FunctionTotals]:
     out: dict[str, FunctionTotals] = {}
     for report in reports:
         equations: dict[str, int] = {}
+        lacking = set()  # a compile without its cost record: the largest program is unknown
         for e in report.session.events:
+            key = baseline_key(e.function, e.defined_at)
             if e.cost is not None:
-                key = baseline_key(e.function, e.defined_at)
                 equations[key] = max(equations.get(key, 0), e.cost.equations)
+            elif e.compiled:
+                lacking.add(key)
+        for key in lacking:
+            equations.pop(key, None)
         for f in report.functions:
             if f.owner == Owner.JAX:
                 continue

@@ -71,6 +71,7 @@ class FunctionCost:
     lines: tuple[CostLine, ...]
     capped: bool  # attribution stopped at capture.jax.cost.EQUATION_LIMIT equations
     walked: int = 0  # equations attributed to lines
+    module_ops_bounded: bool = False  # module_ops is a lower bound ("at least")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +103,15 @@ def largest_program(events: list[Event]) -> tuple[int, Event | None]:
 
 
 def top_line_text(event: Event) -> str:
-    """``prog.py:14 produced 1,200 of them (a group repeated 300 times)``; "" without lines."""
+    """``prog.py:14 produced 1,200 of them (a group repeated 300 times)``; "" without lines;
+    "at least" when attribution stopped at its bound (``CompileCost.capped``)."""
     lines = event.cost.lines if event.cost else ()
     if not lines:
         return ""
     top = lines[0]
     repeats = f" (a group repeated {top.repeats:,} times)" if top.repeats else ""
-    return f"{display(top.location)} produced {top.equations:,} of them{repeats}"
+    bound = "at least " if event.cost is not None and event.cost.capped else ""
+    return f"{display(top.location)} produced {bound}{top.equations:,} of them{repeats}"
 
 
 def analyse_cost(session: Session, owners: tuple[Owner, ...] = (Owner.USER,)
@@ -148,7 +151,8 @@ def _function_cost(key: str, events: list[Event], largest: Event) -> FunctionCos
     return FunctionCost(key, largest.function, largest.defined_at, len(events),
                         sum(e.compile_seconds for e in events), cost.equations, cost.in_bodies,
                         cost.module_ops,
-                        cost.constants, cost.constants_bytes, lines, cost.capped, cost.walked)
+                        cost.constants, cost.constants_bytes, lines, cost.capped, cost.walked,
+                        cost.module_ops_bounded)
 
 
 def _cost(event: Event) -> CompileCost:

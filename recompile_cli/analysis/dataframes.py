@@ -15,7 +15,8 @@ EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_in
                  "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
                  "compile_seconds", "cause", "argument", "before", "after", "detail",
                  "error_type", "error_argument", "persistent_cache", "equations",
-                 "constants_bytes", "module_ops", "top_line", "top_line_equations"]
+                 "constants_bytes", "module_ops", "module_ops_bounded", "top_line",
+                 "top_line_equations"]
 COST_LINE_COLUMNS = ["seq", "function", "line", "equations", "share", "est_compile_seconds",
                      "in_bodies", "repeats"]
 
@@ -76,6 +77,7 @@ def events_frame(report: Report) -> pd.DataFrame:
         "equations": [e.cost.equations if e.cost else None for e in events],
         "constants_bytes": [e.cost.constants_bytes if e.cost else None for e in events],
         "module_ops": [e.cost.module_ops if e.cost else None for e in events],
+        "module_ops_bounded": [e.cost.module_ops_bounded if e.cost else None for e in events],
         "top_line": [e.cost.lines[0].location if e.cost and e.cost.lines else None
                      for e in events],
         "top_line_equations": [e.cost.lines[0].equations if e.cost and e.cost.lines else None

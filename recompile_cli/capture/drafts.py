@@ -26,8 +26,13 @@ class Draft:
         self.event = replace(self.event, **fields)
 
     def frozen(self, seq: int) -> Event:
-        """The event as the session keeps it: numbered ``seq``, never starting before 0."""
-        return replace(self.event, seq=seq, start_seconds=max(self.event.start_seconds, 0.0))
+        """The event as the session keeps it: numbered ``seq``, no stage starting before 0 (a
+        stage under way when the recording started), as the session format requires."""
+        event = self.event
+        lower, compile_ = event.lower_start_seconds, event.compile_start_seconds
+        return replace(event, seq=seq, start_seconds=max(event.start_seconds, 0.0),
+                       lower_start_seconds=None if lower is None else max(lower, 0.0),
+                       compile_start_seconds=None if compile_ is None else max(compile_, 0.0))
 
 
 def bare(name: str | None) -> str | None:

@@ -5,7 +5,9 @@ outcome JAX reports for each backend compile and the time it saved, each key tak
 ``capture.jax.cache_key``) and the compile-cost profile of each lowered program
 (``capture.jax.cost``). The ``Recorder`` calls in from its callbacks, on the miss path only; the
 per-thread state lives in the recorder's ``threading.local`` (the compiling thread's events
-arrive in order). Nothing here raises: errors go to the ``on_error`` callback.
+arrive in order). Nothing here raises: errors go to the ``on_error`` callback. What the cache
+folder holds is untrusted: a stored value that is not a number of seconds in range is skipped
+with a warning of the session naming the file or folder (at most ``MAX_NOTES`` of them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from recompile_cli import ranges
 from recompile_cli.capture.drafts import Draft
 from recompile_cli.capture.jax import cache_key
 from recompile_cli.capture.jax import cost as jax_cost
@@ -29,6 +32,7 @@ CACHE_STATUS = {
     "/jax/compilation_cache/cache_hits": CacheOutcome.HIT,
 }
 CACHE_SAVED_EVENT = "/jax/compilation_cache/compile_time_saved_sec"
+MAX_NOTES = 5  # warnings about the cache folder's files, then a count of the others
 
 
 class Enrichment:
@@ -51,6 +55,8 @@ class Enrichment:
         self.cache_dir: str | None = None
         self._key_hooks: cache_key.KeyHooks | None = None
         self._key_problem = "needs JAX >= 0.9 and hook mode private"  # until installed
+        self._notes: dict[str, None] = {}  # stored values skipped, in order, once each
+        self._more_notes = 0
 
     def install(self, private: bool) -> None:
         """Read the cache directory and, with the ``private`` hooks, hook the cache keys."""
@@ -62,7 +68,7 @@ class Enrichment:
             self._key_problem = f"is not recorded: {problem}"
             return
         try:
-            hooks = cache_key.KeyHooks(self._on_error)
+            hooks = cache_key.KeyHooks(self._on_error, self.warn)
             hooks.install()
             self._key_hooks = hooks
         except Exception as exc:
@@ -70,14 +76,27 @@ class Enrichment:
 
     def uninstall(self) -> list[str]:
         """Restore JAX; returns the warnings for the session."""
+        notes = list(self._notes)
+        if self._more_notes:
+            notes.append(f"... and {self._more_notes} more stored values of the persistent "
+                         "cache skipped")
         if self._key_hooks is not None:
             warnings = self._key_hooks.uninstall()
             self._key_hooks = None
-            return list(warnings)
+            return [*warnings, *notes]
         if self.cache_dir and self._cache_keys:
             return ["why the persistent compilation cache missed (its key taken apart) "
-                    f"{self._key_problem}"]
-        return []
+                    f"{self._key_problem}", *notes]
+        return notes
+
+    def warn(self, text: str) -> None:
+        """A warning for the session about a file of the cache folder (once each)."""
+        if text in self._notes:
+            return
+        if len(self._notes) < MAX_NOTES:
+            self._notes[text] = None
+        else:
+            self._more_notes += 1
 
     def on_event(self, event: str) -> None:
         """A ``jax.monitoring`` event: note the cache outcome of the compile under way."""
@@ -91,8 +110,19 @@ class Enrichment:
 
     def on_saved(self, duration: float) -> None:
         """``CACHE_SAVED_EVENT``: JAX reports the stored compile time (whole seconds) minus the
-        retrieval time, which goes negative for sub-second compiles: nothing was saved then."""
-        self._local.cache_saved = max(duration, 0.0)
+        retrieval time, which goes negative for sub-second compiles: nothing was saved then.
+        A figure out of range comes from a damaged entry: skipped (0) with a warning (the key
+        hooks, when installed, name the entry itself)."""
+        number = ranges.as_float(duration)
+        saved = 0.0
+        if number is not None and number <= ranges.MAX_SECONDS:
+            saved = max(number, 0.0)
+        elif self._key_hooks is None:
+            self.warn(f"{self.cache_dir}: JAX reported a persistent-cache hit that saved "
+                      f"{ranges.shown(duration)} s, which is not a number of seconds from 0 "
+                      f"to {ranges.MAX_SECONDS:,.0f}; it was skipped (an entry of the cache "
+                      "folder may be damaged)")
+        self._local.cache_saved = saved
 
     def compiled(self, draft: Draft) -> None:
         """A backend compile of ``draft`` ended: fill in its cache outcome, time saved and key."""

@@ -27,6 +27,7 @@ from recompile_cli.cli import (
 from recompile_cli.cli.options_cli import (
     AfterWarmupOption,
     AllOption,
+    AllowUnrecordedOption,
     BaselineOption,
     CacheOption,
     CompileRegressionOption,
@@ -66,7 +67,7 @@ def profile(
     target: Annotated[str, typer.Argument(
         help="The function: package.module:function, path/file.py:function, mod:Class.method.")],
     args: Annotated[Path | None, typer.Option(
-        "--args", "-a",
+        "--args", "-a", parser=output.path_option, metavar="PATH",
         help="YAML spec of the calls to make (default: one call, no args).")] = None,
     static_argnames: StaticArgnamesOption = None, static_argnums: StaticArgnumsOption = None,
     no_jit: Annotated[bool, typer.Option(
@@ -122,6 +123,7 @@ def run(
     baseline: BaselineOption = None, junit_xml: JunitOption = None,
     events_log: EventsLogOption = None,
     fail_on_compile_regression: CompileRegressionOption = None,
+    allow_unrecorded: AllowUnrecordedOption = False,
     check_hosts: Annotated[bool, typer.Option(
         "--check-hosts", help="In a multi-process job (jax.distributed): at each compile, check "
         "that every process compiles the same program, and stop every process (exit 3) at the "
@@ -143,7 +145,8 @@ def run(
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log,
-                                 fail_on_compile_regression, after_warmup is not None)
+                                 fail_on_compile_regression, after_warmup is not None,
+                                 allow_unrecorded)
         job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
                   hook_mode=hook_mode.value, count_calls=count_calls,
                   host_timeout=_host_timeout(check_hosts, host_timeout),
@@ -187,6 +190,7 @@ def check(
     strict: StrictOption = False,
     fail_on_compile_regression: CompileRegressionOption = None,
     quiet: QuietOption = False, timeout: TimeoutOption = None,
+    allow_unrecorded: AllowUnrecordedOption = False,
 ) -> None:
     """Run every target of the budget file, each in a process of its own, and fail (exit 1)
     when a budget is broken."""
@@ -206,11 +210,12 @@ def check(
         finish.needs_baseline(fail_on_compile_regression, baseline)
         loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
         runs, interrupted = run_checks(budgets, hook_mode, quiet=quiet,
-                                       timeout=options_cli.run_timeout(timeout))
+                                       timeout=options_cli.run_timeout(timeout),
+                                       allow_unrecorded=allow_unrecorded)
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",
-                          strict, fail_on_compile_regression)
+                          strict, fail_on_compile_regression, allow_unrecorded)
         if save_to is not None and not interrupted:
             output.write_file(save_to, baselines.baseline_text([r.report for r in runs]),
                               "baseline", problems)

@@ -29,11 +29,11 @@ from recompile_cli.session.model import FunctionKey, HookMode
 
 
 def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
-               quiet: bool = False, timeout: float | None = None
-               ) -> tuple[list[Gated], ExitCode | None]:
-    """Run the targets in order; returns each run with its gates, and the exit code of an
-    interruption (130/143) that stopped the check early, if any. ``timeout`` applies to each
-    target."""
+               quiet: bool = False, timeout: float | None = None,
+               allow_unrecorded: bool = False) -> tuple[list[Gated], ExitCode | None]:
+    """Run the targets in order; returns each run with its gates (``allow_unrecorded``:
+    ``--allow-unrecorded``), and the exit code of an interruption (130/143) that stopped the
+    check early, if any. ``timeout`` applies to each target."""
     runs: list[Gated] = []
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec, or plan
@@ -48,7 +48,8 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
             report = build_report(outcome.session)
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
-                          steady_state_of=steady_of, after_warmup=plan is not None)
+                          steady_state_of=steady_of, after_warmup=plan is not None,
+                          allow_unrecorded=allow_unrecorded)
             runs.append(Gated(target.label, report, gates, outcome.failure))
             if outcome.interrupted:
                 return runs, ExitCode(outcome.interrupted)

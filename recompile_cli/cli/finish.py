@@ -41,12 +41,14 @@ class Request:
     junit: Path | None
     events_log: Path | None
     compile_regression: float | None = None
+    allow_unrecorded: bool = False  # --allow-unrecorded
 
 
 def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
              max_compiles: int | None, fail_on: str | None, baseline: Path | None,
              save_baseline: Path | None, junit: Path | None, events_log: Path | None,
-             compile_regression: float | None = None, after_warmup: bool = False) -> Request:
+             compile_regression: float | None = None, after_warmup: bool = False,
+             allow_unrecorded: bool = False) -> Request:
     """Resolve every path against the starting folder and validate every option."""
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gates
@@ -61,10 +63,12 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
     needs_baseline(compile_regression, baseline)
     loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
     gates = Gates(max_compiles=max_compiles, fail_on=cause_codes(fail_on),
-                  list_all=junit is not None, after_warmup=after_warmup)
+                  list_all=junit is not None, after_warmup=after_warmup,
+                  allow_unrecorded=allow_unrecorded)
     return Request(files, gates, loaded, output.absolute(baseline),
                    output.absolute(save_baseline), output.absolute(junit),
-                   output.for_process(output.absolute(events_log), None), compile_regression)
+                   output.for_process(output.absolute(events_log), None), compile_regression,
+                   allow_unrecorded)
 
 
 def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
@@ -120,7 +124,8 @@ def finish(outcome: Outcome, request: Request) -> None:
                                  outcome.failure)],
                           request.baseline,
                           f"re-run with --save-baseline {request.baseline_path}",
-                          compile_regression=request.compile_regression)
+                          compile_regression=request.compile_regression,
+                          allow_unrecorded=request.allow_unrecorded)
         if gated:
             output.emit_gate(result, request.junit, outcome.session.target, problems)
     if outcome.traceback and not outcome.interrupted:

@@ -45,11 +45,12 @@ def forecast(
         help="The function: package.module:function, path/file.py:function, "
         "mod:Class.method.")],
     args: Annotated[Path | None, typer.Option(
-        "--args", "-a",
+        "--args", "-a", parser=output.path_option, metavar="PATH",
         help="YAML spec of the workload's calls (default: one call, no args).")] = None,
     warmup: Annotated[Path | None, typer.Option(
-        "--warmup", help="YAML spec of warm-up calls made first: the report lists each "
-        "signature of the workload they do not cover (it compiles at run time).")] = None,
+        "--warmup", parser=output.path_option, metavar="PATH",
+        help="YAML spec of warm-up calls made first: the report lists each signature of the "
+        "workload they do not cover (it compiles at run time).")] = None,
     lower: Annotated[bool, typer.Option(
         "--lower", help="Also lower each new signature to StableHLO (measured; still no "
         "compile), as jit's lowering cache keys it.")] = False,
@@ -74,6 +75,7 @@ def forecast(
     anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
     jit(f).trace()."""
     from recompile_cli.cli.child import Job
+    from recompile_cli.inputs.spec import check_calls
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
@@ -82,6 +84,9 @@ def forecast(
         output.check_writable(plan_to, "--emit-warmup")
         spec = spec_of(args, max_array_bytes, max_calls)
         warm = spec_of(warmup, max_array_bytes, max_calls, "--warmup") if warmup else None
+        if warm is not None:
+            check_calls({"--warmup": warm, "--args": spec},
+                        **({} if max_calls is None else {"max_calls": max_calls}))
         job = Job(kind="forecast", target=target, spec=spec.path or None,
                   warmup=warm.path if warm is not None else None,
                   max_array_bytes=max_array_bytes, max_calls=max_calls,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recompile_cli import options
+from recompile_cli import options, ranges
 from recompile_cli.cli import output
 from recompile_cli.errors import RecompileError
 from recompile_cli.render import FORMATS, extensions_text
@@ -54,13 +54,14 @@ SaveOption = Annotated[Path | None, typer.Option(
 AllOption = Annotated[bool, typer.Option(
     "--all", help="List JAX- and library-internal functions and events too.")]
 CacheOption = Annotated[Path | None, typer.Option(
-    "--compilation-cache", help="Use JAX's persistent compilation cache in this folder and "
-    "report hits, misses written and misses not written (below JAX's minimum compile time).")]
+    "--compilation-cache", parser=output.folder_option, metavar="FOLDER",
+    help="Use JAX's persistent compilation cache in this folder and report hits, misses "
+    "written and misses not written (below JAX's minimum compile time).")]
 HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
 MaxCompilesOption = Annotated[int | None, typer.Option(
-    "--max-compiles", min=0,
+    "--max-compiles", min=0, max=ranges.MAX_COUNT,
     help="Gate: exit 1 if any of your functions compiles more often.")]
 FailOnOption = Annotated[str | None, typer.Option(
     "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
@@ -69,13 +70,18 @@ SaveBaselineOption = Annotated[Path | None, typer.Option(
     "--save-baseline", parser=output.path_option, metavar="PATH",
     help="Write per-function compile counts to this baseline file.")]
 BaselineOption = Annotated[Path | None, typer.Option(
-    "--baseline", help="Gate: exit 1 on more compiles than this baseline, or a new function "
-    "that compiles.")]
+    "--baseline", parser=output.path_option, metavar="PATH",
+    help="Gate: exit 1 on more compiles than this baseline, or a new function that compiles.")]
 CompileRegressionOption = Annotated[float | None, typer.Option(
-    "--fail-on-compile-regression", min=0, metavar="PCT",
+    "--fail-on-compile-regression", parser=lambda text: percent_option(
+        text, "--fail-on-compile-regression"), metavar="PCT",
     help="Gate, with --baseline: exit 1 where a function's largest program's jaxpr equations "
     "(exact) or its compile seconds (noisy: growth under 0.25 s never counts) grew by more "
-    "than PCT percent.")]
+    f"than PCT percent (0 to {ranges.MAX_PERCENT:,.0f}).")]
+AllowUnrecordedOption = Annotated[bool, typer.Option(
+    "--allow-unrecorded", help="Gate: a limit with no recorded value to check (equations "
+    "without the private hooks, a steady state with no counted call) warns instead of "
+    "failing.")]
 EventsLogOption = Annotated[Path | None, typer.Option(
     "--events-log", parser=output.path_option, metavar="PATH",
     help="Append every event to this JSON-lines file as it happens (flushed), "
@@ -91,17 +97,20 @@ JunitOption = Annotated[Path | None, typer.Option(
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Gate: a budget that matches no recorded function fails (else warns).")]
 MaxArrayOption = Annotated[int | None, typer.Option(
-    "--max-array-bytes", min=1, help="Refuse spec arrays larger than this (default 4 GiB).")]
+    "--max-array-bytes", min=1, max=ranges.MAX_BYTES,
+    help="Refuse spec arrays larger than this (default 4 GiB).")]
 MaxCallsOption = Annotated[int | None, typer.Option(
-    "--max-calls", min=1, help="Refuse specs that make more calls than this (default "
-    "100,000).")]
+    "--max-calls", min=1, max=ranges.MAX_CALLS, help="Refuse specs that make more calls than "
+    f"this (default 100,000, at most {ranges.MAX_CALLS:,}); with --warmup, the two specs' "
+    "calls together.")]
 AfterWarmupOption = Annotated[Path | None, typer.Option(
     "--after-warmup", metavar="PLAN.py", help="Run this warm-up plan (recompile-cli warmup) "
     "first, then the workload; gate: exit 1 on any compile of your functions after it, naming "
     "the signature the plan lacks.")]
 WarmupParallelOption = Annotated[int | None, typer.Option(
-    "--warmup-parallel", min=1, metavar="N", help="With --after-warmup: compile the plan's "
-    "signatures N at a time in threads (its warm_up(parallel=N)).")]
+    "--warmup-parallel", min=1, max=ranges.MAX_THREADS, metavar="N", help="With "
+    "--after-warmup: compile the plan's signatures N at a time in threads (its "
+    f"warm_up(parallel=N); at most {ranges.MAX_THREADS:,}).")]
 StaticArgnamesOption = Annotated[str | None, typer.Option(
     help="Comma-separated static argument names, for a plain (not jitted) target.")]
 StaticArgnumsOption = Annotated[str | None, typer.Option(
@@ -122,6 +131,18 @@ def cache_folder(path: Path | None) -> str | None:
     """``--compilation-cache``: the folder, resolved against the starting folder."""
     found = output.absolute(path)
     return None if found is None else str(found)
+
+
+def percent_option(text: str, option: str) -> float:
+    """The parser of a percentage option: a finite number from 0 to ``ranges.MAX_PERCENT``
+    (``inf``, ``nan`` and ``1e309`` are usage errors, exit 2, naming the option)."""
+    try:
+        return options.percent(float(text), option)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a percentage: use a finite number from 0 to "
+            f"{ranges.MAX_PERCENT:,.0f} (an infinite one would make a gate that can never "
+            "fail).") from None
 
 
 def spec_of(path: Path | None, max_array_bytes: int | None, max_calls: int | None,

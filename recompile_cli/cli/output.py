@@ -2,7 +2,8 @@
 written to, CI's extras (GitHub step summary and annotations, JUnit XML), and the reason for
 the exit code (``exits`` decides the code).
 
-The only module, with ``app``, that prints. Files are written atomically; a file that cannot be
+The only module, with ``app``, that prints. Files are written by ``fileio``: atomically, and
+through links to what they point at, as a shell redirection writes; a file that cannot be
 written is reported and the other outputs are still produced.
 """
 
@@ -21,7 +22,7 @@ import typer
 
 from recompile_cli import exits
 from recompile_cli.errors import RecompileError
-from recompile_cli.fileio import atomic_write_text
+from recompile_cli.fileio import atomic_write_text, target
 from recompile_cli.render import escape
 
 if TYPE_CHECKING:
@@ -131,6 +132,18 @@ def path_option(value: str) -> Path:
     return Path(value)
 
 
+def folder_option(value: str) -> Path:
+    """The parser of a folder option (``--compilation-cache``): an empty path or an existing
+    file is a usage error (exit 2) naming the option, before anything runs."""
+    if not value.strip():
+        raise typer.BadParameter("the path is empty. Name a folder.")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise typer.BadParameter(f"{value} is a file, not a folder. Name a folder (it is "
+                                 "made if it does not exist).")
+    return path
+
+
 def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> None:
     """Fail before the run when ``path`` could not be written afterwards: the first of its
     folders that exists must be a writable folder (the missing ones are made when it is
@@ -140,7 +153,14 @@ def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> N
         return
     if path.is_dir() and not folder_ok:
         raise RecompileError(f"{option} {path}: it is a folder. Name a file in it.")
-    folder = path.parent
+    try:
+        real = target(path)  # what is written: a link's target (fileio writes through links)
+    except OSError as exc:
+        raise RecompileError(f"{option} {path}: {exc.strerror or exc}. Name a file, or a link "
+                             "to one.") from None
+    if real is None:  # a process's open file (/dev/stdout): written in place
+        return
+    folder = real.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if folder.exists() and not folder.is_dir():

@@ -4,9 +4,11 @@
 More compiles than the baseline, or a new function that compiles, fails; fewer is an
 improvement; another JAX version or backend only warns. Equations are exact (the same program
 always has the same count); compile seconds are noisy (a 0.09 s compile can take 0.13 s on the
-next run), so growth under ``NOISE_FLOOR_SECONDS`` never counts as a regression. A limit that
-cannot be checked because a run recorded no equations (public-only hooks, JAX < 0.9) is a
-warning, or a failure under ``strict``, like a budget that matches no function. Pure: no I/O.
+next run), so growth under ``NOISE_FLOOR_SECONDS`` never counts as a regression. A baseline of
+0 equations is compared like any other (a program can have none); a value that cannot be
+compared because one side did not record it (equations without the private hooks, JAX < 0.9;
+compile seconds of a forecast, which compiles nothing) is a ``NOT_RECORDED`` violation, which
+the evaluator turns into a warning under ``allow_unrecorded``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from recompile_cli.analysis.compare import FunctionTotals, baseline_key, functio
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.gate.baseline import Baseline, environment_of
-from recompile_cli.gate.rules import Rule, Violation
+from recompile_cli.gate.rules import ALLOW_UNRECORDED, Rule, Violation
 from recompile_cli.session.locations import relative
 
 NOISE_FLOOR_SECONDS = 0.25  # compile-seconds growth below this never counts as a regression
@@ -34,8 +36,7 @@ class BaselineFindings:
 
 
 def compare_baseline(reports: list[Report], baseline: Baseline, update_command: str = "",
-                     compile_regression: float | None = None,
-                     strict: bool = False) -> BaselineFindings:
+                     compile_regression: float | None = None) -> BaselineFindings:
     """Compile counts (and with ``compile_regression``, seconds and equations) of ``reports``
     against ``baseline``."""
     found = BaselineFindings()
@@ -48,7 +49,7 @@ def compare_baseline(reports: list[Report], baseline: Baseline, update_command: 
                                   "reason")
     sites = {baseline_key(e.function, e.defined_at): e.call_site for r in reports
              for e in r.session.events if e.compiled}
-    unchecked: dict[str, list[str]] = {"this run": [], "the baseline": []}
+    unchecked: dict[tuple[str, str], list[str]] = {}  # (where, what) -> keys
     for key, now in function_totals(reports).items():
         before = baseline.functions.get(key)
         if before is None and now.compiles > 0:
@@ -64,44 +65,50 @@ def compare_baseline(reports: list[Report], baseline: Baseline, update_command: 
                 Violation(key, Rule.COMPILE_REGRESSION, text + " (--fail-on-compile-regression)",
                           sites.get(key))
                 for text in compile_regressions(key, before, now, compile_regression)]
-            if now.compiles and before.compiles and (before.equations is None
-                                                     or now.equations is None):
-                unchecked["this run" if now.equations is None else "the baseline"].append(key)
+            if now.compiles and before.compiles:
+                for where, totals in (("this run", now), ("the baseline", before)):
+                    for what in unrecorded(totals):
+                        unchecked.setdefault((where, what), []).append(key)
         if before is not None and now.compiles < before.compiles:
             found.improvements.append(
                 f"{key}: {now.compiles} compiles, baseline {before.compiles} "
                 f"(-{before.compiles - now.compiles}). Update the baseline: {update_command}")
-    for where, keys in unchecked.items():
-        if keys:
-            _unchecked(found, where, keys, strict)
+    for (where, what), keys in unchecked.items():
+        found.violations.append(Violation(keys[0], Rule.NOT_RECORDED, _unchecked(where, what,
+                                                                                  keys)))
     return found
 
 
-def _unchecked(found: BaselineFindings, where: str, keys: list[str], strict: bool) -> None:
-    message = (f"--fail-on-compile-regression: {where} recorded no equations for "
-               f"{', '.join(keys[:3])}{f' and {len(keys) - 3} more' if len(keys) > 3 else ''}"
-               f" ({NEEDS_PRIVATE_HOOKS}), so only their compile seconds were compared"
-               + ("; record the baseline again with the private hooks"
-                  if where == "the baseline" else ""))
-    if strict:
-        found.violations.append(Violation(keys[0], Rule.NOT_RECORDED, message))
-    else:
-        found.warnings.append(message)
+def unrecorded(totals: FunctionTotals) -> list[str]:
+    """What a compile regression compares that ``totals`` of a function that compiled lack:
+    ``equations`` (None: not recorded), ``compile seconds`` (0: a compile always takes some
+    time, so none were measured)."""
+    return ([] if totals.equations is not None else ["equations"]) + (
+        [] if totals.compile_seconds > 0 else ["compile seconds"])
+
+
+def _unchecked(where: str, what: str, keys: list[str]) -> str:
+    why = NEEDS_PRIVATE_HOOKS if what == "equations" else "a forecast compiles nothing"
+    again = ("; record the baseline again with the private hooks on a real run"
+             if where == "the baseline" else "")
+    return (f"--fail-on-compile-regression: {where} recorded no {what} for "
+            f"{', '.join(keys[:3])}{f' and {len(keys) - 3} more' if len(keys) > 3 else ''}"
+            f" ({why}), so they could not be compared{again}; {ALLOW_UNRECORDED}")
 
 
 def compile_regressions(key: str, before: FunctionTotals, now: FunctionTotals,
                         percent: float) -> list[str]:
     """What grew by more than ``percent`` % from ``before`` to ``now``: the largest program's
-    equations (where both runs recorded them), and the compile seconds when they also grew by
-    at least ``NOISE_FLOOR_SECONDS``."""
+    equations (where both runs recorded them; a baseline of 0 included), and the compile seconds
+    (where both were measured) when they also grew by at least ``NOISE_FLOOR_SECONDS``."""
     out = []
     limit = 1 + percent / 100
-    if (before.equations and now.equations is not None
+    if (before.equations is not None and now.equations is not None
             and now.equations > before.equations * limit):
         out.append(f"{key}: {now.equations:,} equations, baseline {before.equations:,} "
                    f"({_growth(before.equations, now.equations)}, more than {percent:g}%)")
     seconds = now.compile_seconds - before.compile_seconds
-    if (before.compile_seconds and now.compile_seconds > before.compile_seconds * limit
+    if (before.compile_seconds > 0 and now.compile_seconds > before.compile_seconds * limit
             and seconds >= NOISE_FLOOR_SECONDS):
         out.append(f"{key}: {now.compile_seconds:.3f} s of compile, baseline "
                    f"{before.compile_seconds:.3f} s "
@@ -111,4 +118,5 @@ def compile_regressions(key: str, before: FunctionTotals, now: FunctionTotals,
 
 
 def _growth(before: float, after: float) -> str:
-    return f"{(after - before) / before:+.0%}"
+    """``+20%``; ``from 0`` when the baseline is 0 (any growth is more than any percent)."""
+    return f"{(after - before) / before:+.0%}" if before else "from 0"

@@ -1,7 +1,10 @@
 """Baseline files: per-function trace and compile counts saved from one run, read back to gate
 a later one. Storage only: the totals and their ``file.py:name`` keys are
 ``analysis.compare``'s, and the comparison is part of the gate evaluator (``evaluate``). The file
-is a msgspec document (``BaselineDocument``): reading checks every field's type, as for sessions.
+is a msgspec document (``BaselineDocument``): reading checks every field's type and range
+(``ranges``: a count at most 10**12, seconds finite and at most 1e8), as for sessions, and every
+field must be there: a baseline that lacks one is refused (exit 2, the field named), never read
+as zeros that would let any run pass.
 """
 
 from __future__ import annotations
@@ -9,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated
 
 import msgspec
 
@@ -17,6 +19,7 @@ from recompile_cli.analysis.compare import FunctionTotals, function_totals
 from recompile_cli.analysis.report import Report
 from recompile_cli.errors import BudgetError
 from recompile_cli.fileio import atomic_write_text
+from recompile_cli.ranges import Count, Seconds
 from recompile_cli.session import codec
 from recompile_cli.session.model import SCHEMA_VERSION
 
@@ -24,24 +27,23 @@ BASELINE_KIND = "recompile-cli-baseline"
 _ENVIRONMENT_FIELDS = ("jax_version", "backend", "python_version")
 
 
-_Count = Annotated[int, msgspec.Meta(ge=0)]
-
-
 class _Counts(msgspec.Struct):
-    traces: _Count = 0
-    compiles: _Count = 0
-    compile_seconds: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    """One function's counts: every field required (``equations`` may be null)."""
+
+    traces: Count
+    compiles: Count
+    compile_seconds: Seconds
     # of the largest compiled program; null: not recorded (it needs the private hooks)
-    equations: _Count | None = None
+    equations: Count | None
 
 
 class BaselineDocument(msgspec.Struct, kw_only=True):
-    """A baseline file as written and read."""
+    """A baseline file as written and read: every field required."""
 
     kind: str
-    schema_version: int = SCHEMA_VERSION
-    environment: dict[str, str | None] = msgspec.field(default_factory=dict)
-    functions: dict[str, _Counts] = msgspec.field(default_factory=dict)
+    schema_version: int
+    environment: dict[str, str | None]
+    functions: dict[str, _Counts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,8 @@ def baseline_text(reports: Iterable[Report]) -> str:
     reports = list(reports)
     functions = {key: _Counts(t.traces, t.compiles, round(t.compile_seconds, 6), t.equations)
                  for key, t in sorted(function_totals(reports).items())}
-    return codec.indented(BaselineDocument(kind=BASELINE_KIND, environment=environment_of(reports),
+    return codec.indented(BaselineDocument(kind=BASELINE_KIND, schema_version=SCHEMA_VERSION,
+                                           environment=environment_of(reports),
                                            functions=functions))
 
 
@@ -90,6 +93,10 @@ def load_baseline(path: str | Path) -> Baseline:
                           f"({codec.reason(exc, data)}). {hint}.") from None
     if document.kind != BASELINE_KIND:
         raise BudgetError(f"{path} is not a recompile-cli baseline. {hint}.")
+    if document.schema_version != SCHEMA_VERSION:
+        raise BudgetError(f"{path}, field schema_version: {document.schema_version!r}; this "
+                          f"recompile-cli reads baselines of version {SCHEMA_VERSION}. {hint} "
+                          "again.")
     functions = {key: FunctionTotals(c.traces, c.compiles, c.compile_seconds, c.equations)
                  for key, c in document.functions.items()}
     return Baseline(str(path), document.environment, functions)

@@ -2,19 +2,20 @@
 
 Read from ``recompile-budget.yaml`` or ``[tool.recompile-cli]`` in ``pyproject.toml``, validated
 completely; paths in it are relative to the file's folder. Errors name file, line and field
-(TOML errors name the field only). Booleans must be booleans; limits must be finite and
-non-negative. The YAML reader refuses non-UTF-8 text, duplicate keys, deep nesting and alias
-bombs (see ``inputs.yaml_doc``).
+(TOML errors name the field only). Booleans must be booleans; limits must be finite,
+non-negative and in ``ranges``' range (a count at most 10**12, seconds at most 1e8, a
+tolerance at most 1e4), so that no limit is one that can never fail. The YAML reader refuses
+non-UTF-8 text, duplicate keys, deep nesting and alias bombs (see ``inputs.yaml_doc``).
 """
 
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recompile_cli import ranges
 from recompile_cli.errors import BudgetError
 from recompile_cli.inputs.fields import Invalid, Where, only_keys
 from recompile_cli.inputs.jit_options import parse_jit_options
@@ -23,7 +24,7 @@ from recompile_cli.session.model import CauseCode
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
 _LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
-           "max_equations")
+           "max_equations", "allow_unrecorded")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
                 "static_argnames", "static_argnums", "no_jit", "after_warmup")
 
@@ -39,6 +40,8 @@ class Budget:
     tolerance: float = DEFAULT_TOLERANCE  # max_compile_seconds may be exceeded by this fraction
     allowed_causes: tuple[CauseCode, ...] | None = None
     max_equations: int | None = None  # jaxpr equations of any one compile (private hooks)
+    # a limit with no recorded value to check warns instead of failing (``gate.evaluate``)
+    allow_unrecorded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +138,8 @@ def _target(raw: Any, where: Where) -> TargetBudget:
             raise Invalid((*where, "script_args", i), "must be a string (quote it), got "
                                                       f"{arg!r}")
     steady = raw.get("steady_state_after")
-    if steady is not None and (not isinstance(steady, int) or isinstance(steady, bool)
-                               or steady < 0):
-        raise Invalid((*where, "steady_state_after"), "must be a non-negative integer")
+    if steady is not None and (problem := ranges.count_problem(steady)):
+        raise Invalid((*where, "steady_state_after"), problem)
     no_jit = raw.get("no_jit", False)
     if not isinstance(no_jit, bool):
         raise Invalid((*where, "no_jit"), f"must be true or false, got {no_jit!r}")
@@ -167,14 +169,17 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     only_keys(raw, _LIMITS, where)
     for key in ("max_compiles", "max_traces", "max_equations"):
         value = raw.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                  or value < 0):
-            raise Invalid((*where, key), f"must be a non-negative integer, got {value!r}")
-    for key in ("max_compile_seconds", "tolerance"):
+        if value is not None and (problem := ranges.count_problem(value)):
+            raise Invalid((*where, key), problem)
+    for key, maximum in (("max_compile_seconds", ranges.MAX_SECONDS),
+                         ("tolerance", ranges.MAX_TOLERANCE)):
         value = raw.get(key)
-        if value is not None and not _finite_non_negative(value):
-            raise Invalid((*where, key), "must be a finite, non-negative number, got "
-                                          f"{value!r}")
+        if value is not None and (problem := ranges.number_problem(value, maximum)):
+            raise Invalid((*where, key), problem)
+    allow_unrecorded = raw.get("allow_unrecorded", False)
+    if not isinstance(allow_unrecorded, bool):
+        raise Invalid((*where, "allow_unrecorded"), "must be true or false, got "
+                                                     f"{allow_unrecorded!r}")
     causes = raw.get("allowed_causes")
     if causes is not None:
         known = [code.value for code in CauseCode]
@@ -187,15 +192,8 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
                               f"{code!r} is not a cause code; allowed_causes must be a list of "
                               "cause codes: " + ", ".join(known))
         causes = tuple(map(CauseCode, causes))
+    seconds = raw.get("max_compile_seconds")
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
-                  raw.get("max_compile_seconds"), float(raw.get("tolerance", DEFAULT_TOLERANCE)),
-                  causes, raw.get("max_equations"))
-
-
-def _finite_non_negative(value: Any) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(float(value)) and value >= 0
-    except OverflowError:  # an int too large for a float
-        return False
+                  None if seconds is None else float(seconds),
+                  float(raw.get("tolerance", DEFAULT_TOLERANCE)), causes, raw.get("max_equations"),
+                  allow_unrecorded)

@@ -5,11 +5,14 @@
 state, no compile after a warm-up plan (``after_warmup``), a baseline (its rules:
 ``gate.against_baseline``), and counts a target that raised as an
 error, never as a pass: its run is in ``errors`` and each of its budget rows carries the error
-(``BudgetRow.status`` is ``ERROR``). A limit on equations in a run that recorded none is a
-warning, or a violation under ``strict``, like a budget that matches no function.
-Pure: no I/O. Each problem is a ``Violation`` whose message names the function, the numbers and
-the causes of the excess compiles (argument, before -> after, call site); events are counted
-once each, however many of their arguments changed, and listed with all of them.
+(``BudgetRow.status`` is ``ERROR``). A limit that has no recorded value to check for a function
+that compiled (equations without the private hooks or with a compile the cost walk missed,
+compile seconds of a forecast, a steady state with no counted call) fails with a
+``NOT_RECORDED`` violation that says why, never passes; ``allow_unrecorded`` (the budget key or
+``--allow-unrecorded``) makes it a warning instead. Pure: no I/O. Each problem is a
+``Violation`` whose message names the function, the numbers and the causes of the excess
+compiles (argument, before -> after, call site); events are counted once each, however many of
+their arguments changed, and listed with all of them.
 """
 
 from __future__ import annotations
@@ -26,11 +29,19 @@ from recompile_cli.analysis.shorten import counted
 from recompile_cli.gate.against_baseline import NEEDS_PRIVATE_HOOKS, compare_baseline
 from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
+from recompile_cli.gate.rules import ALLOW_UNRECORDED
 from recompile_cli.gate.rules import Rule as Rule  # re-exported: the gate's vocabulary
 from recompile_cli.gate.rules import Violation as Violation
 from recompile_cli.session import locations
 from recompile_cli.session.locations import relative
-from recompile_cli.session.model import CauseCode, Event, FunctionKey, Owner, function_key
+from recompile_cli.session.model import (
+    CauseCode,
+    Event,
+    FunctionKey,
+    HookMode,
+    Owner,
+    function_key,
+)
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.cause import Cause
@@ -55,6 +66,8 @@ class BudgetRow:
     target_error: str | None = None
     equations: int | None = None  # of its largest compiled program (None: not recorded)
     max_equations: int | None = None
+    # limits with no recorded value, each a NOT_RECORDED violation unless allowed (then here)
+    unrecorded_warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -89,6 +102,8 @@ class Gates:
         budget_owners: whose functions ``budgets`` apply to (``max_compiles``: the user's).
         after_warmup: no compile of your functions after the warm-up plan
             (``Session.warmup``; a run that recorded no warm-up fails it).
+        allow_unrecorded: a limit with no recorded value to check warns instead of failing
+            (``--allow-unrecorded``; a budget's own ``allow_unrecorded`` does it for its limits).
     """
 
     budgets: tuple[Budget, ...] = ()
@@ -99,6 +114,7 @@ class Gates:
     list_all: bool = False
     budget_owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)
     after_warmup: bool = False
+    allow_unrecorded: bool = False
 
     @property
     def any(self) -> bool:
@@ -152,7 +168,8 @@ class _Found:
 
 def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
              update_command: str = "", strict: bool = False,
-             compile_regression: float | None = None) -> GateResult:
+             compile_regression: float | None = None,
+             allow_unrecorded: bool = False) -> GateResult:
     """Apply each run's gates, then the baseline to all runs together.
 
     Args:
@@ -164,6 +181,9 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         strict: a budget pattern that matches no recorded function fails instead of warning.
         compile_regression: with a baseline, fail where a function's compile seconds or its
             largest program's equations grew by more than this many percent.
+        allow_unrecorded: the baseline's limits (``compile_regression``) that have no
+            recorded value to compare warn instead of failing (each run's ``Gates`` says it for
+            its own limits).
 
     Returns:
         The rows, violations, target errors, improvements and warnings; ``held`` is False when
@@ -176,27 +196,25 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         if gates.max_compiles is not None or gates.list_all:
             budgets.append((Budget("*", max_compiles=gates.max_compiles), (Owner.USER,)))
         for budget, owners in budgets:
-            rows = check_budget(run.report, run.label, budget, owners)
+            rows = check_budget(run.report, run.label, budget, owners, gates.allow_unrecorded)
             found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
+            found.warnings += [text for row in rows for text in row.unrecorded_warnings]
             if not rows and budget.pattern != "*":
                 _no_match(found, run.label, budget.pattern, strict)
-            unrecorded = [row.function for row in rows if row.compiles
-                          and row.equations is None and row.max_equations is not None]
-            if unrecorded:
-                _not_recorded(found, run.label, budget.pattern, unrecorded, strict)
         if gates.fail_on:
             found.violations += check_fail_on(run.report, gates.fail_on)
         if gates.steady_state_after is not None:
-            found.violations += check_steady_state(run.report, gates.steady_state_after,
-                                                   gates.steady_state_of)
+            steady = check_steady_state(run.report, gates.steady_state_after,
+                                        gates.steady_state_of)
+            _split_unrecorded(found, steady, gates.allow_unrecorded)
         if gates.after_warmup:
             found.violations += check_after_warmup(run.report)
         if run.failure:
             found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
         against = compare_baseline([run.report for run in runs], baseline, update_command,
-                                   compile_regression, strict)
-        found.violations += against.violations
+                                   compile_regression)
+        _split_unrecorded(found, against.violations, allow_unrecorded)
         found.improvements += against.improvements
         found.warnings += against.warnings
     return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),
@@ -212,34 +230,73 @@ def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
         found.warnings.append(message)
 
 
-def _not_recorded(found: _Found, target: str, pattern: str, functions: list[str],
-                  strict: bool) -> None:
-    message = (f"{target}: the budget {pattern!r} limits max_equations, but this run recorded no "
-               f"equations for {', '.join(functions)} ({NEEDS_PRIVATE_HOOKS}); run with the "
-               "private hooks or remove the limit")
-    if strict:
-        found.violations.append(Violation(pattern, Rule.NOT_RECORDED, message))
-    else:
-        found.warnings.append(message)
+def _split_unrecorded(found: _Found, violations: Iterable[Violation], allowed: bool) -> None:
+    """``violations`` into ``found``; those of ``NOT_RECORDED`` as warnings when ``allowed``."""
+    for violation in violations:
+        if allowed and violation.rule == Rule.NOT_RECORDED:
+            found.warnings.append(violation.message)
+        else:
+            found.violations.append(violation)
 
 
 def check_budget(report: Report, target: str, budget: Budget,
-                 owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)) -> list[BudgetRow]:
-    """One row per function of ``owners`` whose name matches the budget's glob."""
+                 owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY),
+                 allow_unrecorded: bool = False) -> list[BudgetRow]:
+    """One row per function of ``owners`` whose name matches the budget's glob; a limit with
+    no recorded value to check is a ``NOT_RECORDED`` violation of its row, or one of its
+    ``unrecorded_warnings`` when allowed (``allow_unrecorded`` or the budget's own)."""
     events = _events_by_function(report)
+    allowed = allow_unrecorded or budget.allow_unrecorded
     rows = []
     for f in report.functions:
         if f.owner not in owners or not fnmatch.fnmatchcase(f.name, budget.pattern):
             continue
         members = events.get(f.key, [])
-        equations, largest = largest_program(members)
+        compiled = [e for e in members if e.compiled]
+        equations, largest = largest_program(compiled)
+        recorded = largest is not None and all(e.cost is not None for e in compiled)
         violations = tuple(_limits(report, budget, f.name, f.compile_seconds, members))
+        missing = tuple(Violation(f.name, Rule.NOT_RECORDED, f"{target}: {text}",
+                                  _site(compiled[0]) if compiled else None)
+                        for text in _unrecorded(report, budget, f.name, compiled))
         rows.append(BudgetRow(target, f.name, budget.pattern, f.compiles, budget.max_compiles,
                               f.traces, budget.max_traces, f.compile_seconds,
-                              budget.max_compile_seconds, violations,
-                              equations=equations if largest is not None else None,
-                              max_equations=budget.max_equations))
+                              budget.max_compile_seconds,
+                              violations + (() if allowed else missing),
+                              equations=equations if recorded else None,
+                              max_equations=budget.max_equations,
+                              unrecorded_warnings=tuple(v.message for v in missing)
+                              if allowed else ()))
     return rows
+
+
+def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
+                ) -> Iterable[str]:
+    """Why each limit of ``budget`` that needs a recorded value cannot be checked on the
+    ``compiled`` events of ``name``: equations for ``max_equations`` (every compile needs its
+    compile-cost record), measured compile seconds for ``max_compile_seconds``."""
+    where = f"the budget {budget.pattern!r} limits"
+    if budget.max_equations is not None:
+        lacking = [e for e in compiled if e.cost is None]
+        if lacking:
+            public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
+            why = NEEDS_PRIVATE_HOOKS if public else (
+                "a compile that was not lowered through jit's hooked path, or a compile-cost "
+                "walk that failed: see the report's warnings")
+            yield (f"{where} max_equations, but this run recorded no equations for "
+                   f"{_of(lacking, compiled)}{name} ({why}); {ALLOW_UNRECORDED}")
+    if budget.max_compile_seconds is not None:
+        lacking = [e for e in compiled if not e.compile_seconds and e.compile_start_seconds is None]
+        if lacking:
+            yield (f"{where} max_compile_seconds, but this run measured no compile seconds "
+                   f"for {_of(lacking, compiled)}{name} (a forecast compiles nothing); "
+                   f"{ALLOW_UNRECORDED}")
+
+
+def _of(lacking: list[Event], compiled: list[Event]) -> str:
+    """``2 of 3 compiles of `` when only some lack the value, else ``""``."""
+    return "" if len(lacking) == len(compiled) else (
+        f"{len(lacking)} of {counted(len(compiled), 'compile')} of ")
 
 
 def _events_by_function(report: Report) -> dict[str, list[Event]]:
@@ -290,8 +347,18 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
                        ) -> list[Violation]:
     """No compile at all once call ``after`` (1-based count) of the target has completed.
 
-    ``of`` limits which counted functions' calls count (function keys); None takes any.
+    ``of`` limits which counted functions' calls count (function keys); None takes any. A run
+    that counted no call of them cannot be checked: a ``NOT_RECORDED`` violation.
     """
+    calls = report.session.calls
+    if not (any(n for key, n in calls.items() if of is None or key in of)
+            or any(e.call_index is not None and (of is None or e.call_of in of)
+                   for e in report.session.events)):
+        whose = ", ".join(sorted(FunctionKey.parse(k).name for k in of)) if of else "any function"
+        return [Violation(whose, Rule.NOT_RECORDED, (
+            f"steady_state_after {after}: this run counted no call of {whose} (calls are "
+            "counted only for functions jitted after the script starts: see docs/ci.md), "
+            f"so no compile could be placed after the warm-up; {ALLOW_UNRECORDED}"))]
     late = [e for e in report.session.events
             if e.compiled and e.call_index is not None and e.call_index >= after
             and (of is None or e.call_of in of)]

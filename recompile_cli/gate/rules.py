@@ -23,9 +23,14 @@ class Rule(StrEnum):
     NO_MATCH = "no_match"  # with ``strict``, a budget that matches no function
     MAX_EQUATIONS = "max_equations"
     COMPILE_REGRESSION = "compile_regression"  # --fail-on-compile-regression, with a baseline
-    # with ``strict``, a limit on equations where the run recorded none (public-only hooks)
+    # a limit with no recorded value to check (equations without the private hooks, ...)
     NOT_RECORDED = "not_recorded"
     AFTER_WARMUP = "after_warmup"  # a compile after the warm-up plan (--after-warmup)
+
+
+# the end of every NOT_RECORDED message: how to let such a limit pass
+ALLOW_UNRECORDED = ("a limit that cannot be checked fails; to let it pass with a warning, set "
+                    "allow_unrecorded: true in the budget, or pass --allow-unrecorded")
 
 
 @dataclass(frozen=True, slots=True)

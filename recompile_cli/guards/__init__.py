@@ -309,7 +309,9 @@ def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: 
     plan = _plan(after_warmup)
     limit = max_compiles if max_compiles is not None else 0 if plan is not None else 1
     return Guard(GuardConfig(max_compiles=options.limits(limit, "max_compiles"),
-                             after_warmup=plan, warmup_parallel=warmup_parallel,
+                             after_warmup=plan,
+                             warmup_parallel=options.threads(warmup_parallel,
+                                                             "warmup_parallel"),
                              warmup_calls=warmup_calls, on=on,
                              functions=options.names(functions, "functions"),
                              host_timeout=hosts if options.flag(check_hosts, "check_hosts")

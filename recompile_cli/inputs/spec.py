@@ -7,7 +7,9 @@ substituted); an error names the file, the line and the field. Nothing here impo
 Resource limits are checked before anything is allocated: the number of calls a spec makes
 (``repeat`` times every sweep combination, summed over ``calls``) may not exceed ``max_calls``
 (default ``DEFAULT_MAX_CALLS``), and no single array may take more than ``max_array_bytes``
-(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``.
+(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``. Specs run
+one after the other (a warm-up, then the workload) share one ``max_calls``: ``check_calls``
+holds their sum to it, as ``load_spec`` holds each.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "ScalarSpec",
     "Spec",
     "TupleSpec",
+    "check_calls",
     "load_spec",
     "single_call",
 ]
@@ -151,6 +154,18 @@ def load_spec(path: str | Path, *, max_array_bytes: int = DEFAULT_MAX_ARRAY_BYTE
         return _parse(str(path), data, _Limits(max_array_bytes, max_calls))
     except Invalid as bad:
         raise SpecError(bad.located(path, text)) from None
+
+
+def check_calls(specs: dict[str, Spec], max_calls: int = DEFAULT_MAX_CALLS) -> None:
+    """``SpecError`` when the specs run one after the other (option -> spec, e.g. ``--warmup``
+    and ``--args``) make more calls together than ``max_calls``, the limit each one is held to
+    on its own."""
+    total = sum(len(spec.cases) for spec in specs.values())
+    if total > max_calls:
+        parts = " and ".join(f"{option} {len(spec.cases):,}" for option, spec in specs.items())
+        raise SpecError(f"The specs make {total:,} calls together ({parts}), more than the "
+                        f"limit of {max_calls:,} calls, which holds for all the calls of one run. "
+                        "Make fewer calls, or raise the limit (--max-calls).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +340,7 @@ def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
             raise Invalid((*where, "scalar"), f"must be a number or a boolean, got {value!r}")
         dtype = raw.get("dtype", defaults["dtype"])
         _check_array_options({"dtype": dtype}, where)
+        _check_scalar_fits(value, dtype, (*where, "scalar"))
         return ScalarSpec(value, dtype)
     if form == "tuple":
         only_keys(raw, ("tuple",), where)
@@ -370,6 +386,27 @@ def _check_array_options(options: dict[str, Any], where: Where) -> None:
     seed = options.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise Invalid((*where, "seed"), f"must be a non-negative integer, got {seed!r}")
+
+
+def _check_scalar_fits(value: Any, dtype: str, where: Where) -> None:
+    """An integer or boolean dtype takes only a whole number it can hold (JAX would raise an
+    ``OverflowError`` building the call, or truncate 2.5); a float or complex dtype takes any
+    number (an infinity is a value a program may be tested with)."""
+    if dtype == "bool":
+        if value not in (0, 1) or isinstance(value, float):
+            raise Invalid(where, f"a bool scalar is true or false, got {value!r}")
+        return
+    if not dtype.startswith(("int", "uint")):
+        return
+    bits = 8 * ITEMSIZE[dtype]
+    low, high = (0, 2 ** bits - 1) if dtype.startswith("u") else (-(2 ** (bits - 1)),
+                                                                 2 ** (bits - 1) - 1)
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if not whole or not low <= value <= high:
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}..."
+        article = "an" if dtype.startswith("int") else "a"
+        raise Invalid(where, f"{article} {dtype} scalar is a whole number from {low:,} to "
+                             f"{high:,}, got {shown}")
 
 
 def _check_array_bytes(shape: tuple[int, ...], dtype: str, where: Where, limit: int) -> None:

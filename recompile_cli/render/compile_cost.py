@@ -31,7 +31,8 @@ def summary(cost: CompileCostReport) -> list[str]:
     """One sentence per function: its compiles, seconds, equations, operations, constants."""
     out = []
     for f in cost.functions:
-        ops = f", {f.module_ops:,} lowered operations" if f.module_ops is not None else ""
+        ops = (f", {'at least ' if f.module_ops_bounded else ''}{f.module_ops:,} lowered "
+               "operations" if f.module_ops is not None else "")
         consts = (f", {counted(f.constants, 'constant')} of {size_text(f.constants_bytes)}"
                   if f.constants else "")
         capped = (f"; lines attributed for the first {f.walked:,} equations only (a bound on "

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from recompile_cli.ranges import Count, Seconds
+
 
 class CacheMissReason(StrEnum):
     """Why JAX wrote no persistent-cache entry for a compile that missed."""
@@ -60,7 +62,7 @@ class CacheKeyInfo:
     symbols_digest: str = ""
     constants: tuple[KeyConstant, ...] = ()
     ops: str = ""
-    ops_total: int = 0
+    ops_total: Count = 0
     sites: tuple[str, ...] = ()
     xla_flags: tuple[str, ...] = ()
     jaxlib_version: str = ""
@@ -69,11 +71,11 @@ class CacheKeyInfo:
     compile_options: str = ""
     devices: str = ""
     reason: CacheMissReason | None = None
-    compile_seconds: float | None = None  # the backend compile JAX timed before writing
-    retrieval_seconds: float | None = None
-    stored_seconds: float | None = None
+    compile_seconds: Seconds | None = None  # the backend compile JAX timed before writing
+    retrieval_seconds: Seconds | None = None
+    stored_seconds: Seconds | None = None
     stored_exact: bool = False
-    saved_seconds: float | None = None
+    saved_seconds: Seconds | None = None
 
     def part_digests(self) -> dict[str, str]:
         return parse_pairs(self.parts)

@@ -13,9 +13,12 @@ decodes directly:
 
 Decoding trusts nothing: a wrong type, a missing field or an unknown enum value is refused with
 the path of the field (``events[3].signature.leaves[...].shape[0]``: msgspec does not name map
-keys). Unknown fields are ignored, so that the analysis fields of a JSON report and the fields
-a later release adds do not stop a file from loading. NaN and infinities are written as
-``null``, never as the non-standard tokens, and are refused on reading.
+keys). Numbers are checked against ``ranges`` as they are decoded: a count, a size or a number
+of seconds out of range (a negative time, a hit that saved 7e64 s) is refused with the field's
+path like a wrong type, never shown as a figure. Unknown fields are ignored, so that the
+analysis fields of a JSON report and the fields a later release adds do not stop a file from
+loading. NaN and infinities are written as ``null``, never as the non-standard tokens, and are
+refused on reading.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from recompile_cli.errors import SessionFileError
+from recompile_cli.ranges import Count, Seconds
 from recompile_cli.session.model import (
     SCHEMA_VERSION,
     Environment,
@@ -101,7 +105,7 @@ def document(fields: Mapping[str, Any], long: Collection[str] = ()) -> str:
 
 # -- the saved session ------------------------------------------------------------------------
 class _Totals(msgspec.Struct, kw_only=True):
-    wall_seconds: float = 0.0  # a report's other totals are recomputed on analysis
+    wall_seconds: Seconds = 0.0  # a report's other totals are recomputed on analysis
 
 
 class SessionDocument(msgspec.Struct, kw_only=True):
@@ -114,7 +118,7 @@ class SessionDocument(msgspec.Struct, kw_only=True):
     target_exception: str | None = None
     totals: _Totals = msgspec.field(default_factory=_Totals)
     base_context: dict[str, str] = msgspec.field(default_factory=dict)
-    calls: dict[str, int] = msgspec.field(default_factory=dict)
+    calls: dict[str, Count] = msgspec.field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     stale_captures: tuple[StaleCapture, ...] = ()
     processes: tuple[ProcessRecord, ...] = ()
@@ -265,7 +269,7 @@ class LogHeader(msgspec.Struct, tag_field="type", tag="header"):
 class LogEvent(msgspec.Struct, tag_field="type", tag="event"):
     """An event each time it changes; the last record of an ``id`` wins."""
 
-    id: int
+    id: Count
     event: Event
 
 
@@ -273,8 +277,8 @@ class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
     """The last record of a recording: what is known when it stops (the environment's backend
     and process index complete the header's), and how the target ended."""
 
-    wall_seconds: float
-    calls: dict[str, int]
+    wall_seconds: Seconds
+    calls: dict[str, Count]
     warnings: tuple[str, ...]
     stale_captures: tuple[StaleCapture, ...]
     target_exception: str | None

@@ -9,20 +9,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated
 
-import msgspec
-
+from recompile_cli.ranges import Bytes, Count, Seconds
 from recompile_cli.session.cache_key import CacheKeyInfo
 from recompile_cli.session.locations import is_location
 from recompile_cli.session.structures import treedef_text
 from recompile_cli.session.warmup import Replay, Warmup
 
 SCHEMA_VERSION = 1
-# Counts and sizes of the compile cost, checked on loading (a hand-edited or corrupt file is
-# refused with the field's path, as any wrong type is).
-Count = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
-Bytes = Annotated[int, msgspec.Meta(ge=0, le=1 << 60)]
+# Counts, sizes and seconds are ``ranges``' types, checked on loading: a hand-edited or damaged
+# file (a negative time, 7e64 s saved) is refused with the field's path, as any wrong type is.
 
 
 class Owner(StrEnum):
@@ -264,6 +260,8 @@ class CompileCost:
     walked: Count = 0
     lines: tuple[LineCost, ...] = ()
     module_ops: Count | None = None
+    # module_ops is a lower bound: the walk stopped at capture.jax.cost.MODULE_OP_LIMIT
+    module_ops_bounded: bool = False
     constants: Count = 0
     constants_bytes: Bytes = 0
     large_constants: tuple[ConstantCost, ...] = ()
@@ -294,22 +292,22 @@ class Event:
     defined_at: str | None
     owner: Owner
     call_site: str | None
-    call_index: int | None  # which call of ``call_of`` (0-based) was running, where known
-    depth: int
+    call_index: Count | None  # which call of ``call_of`` (0-based) was running, where known
+    depth: Count
     traced: bool
     compiled: bool
-    start_seconds: float
-    trace_seconds: float = 0.0
-    lower_seconds: float = 0.0
-    compile_seconds: float = 0.0
+    start_seconds: Seconds
+    trace_seconds: Seconds = 0.0
+    lower_seconds: Seconds = 0.0
+    compile_seconds: Seconds = 0.0
     signature: Signature | None = None
     lowering_changes: tuple[Change, ...] | None = None
     error: TraceError | None = None
     persistent_cache: CacheOutcome | None = None
-    cache_saved_seconds: float = 0.0
+    cache_saved_seconds: Seconds = 0.0
     call_of: str | None = None  # function key of the profiled target / counted function
-    lower_start_seconds: float | None = None  # when lowering began (seconds since the start)
-    compile_start_seconds: float | None = None
+    lower_start_seconds: Seconds | None = None  # when lowering began (seconds since the start)
+    compile_start_seconds: Seconds | None = None
     cache_key: CacheKeyInfo | None = None  # the persistent-cache key taken apart (private hooks)
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
@@ -366,13 +364,13 @@ class ProcessRecord:
     """One process of a merged session (``recompile-cli merge --save``): where its report came
     from and what belongs to it alone; its events carry ``process`` = ``index``."""
 
-    index: int
+    index: Count
     source: str  # the report file it was merged from
     target: str
-    wall_seconds: float
+    wall_seconds: Seconds
     host: str | None = None
     jax_version: str | None = None
-    calls: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, Count] = field(default_factory=dict)
     target_exception: str | None = None
 
 
@@ -383,9 +381,9 @@ class Session:
     environment: Environment
     target: str
     events: tuple[Event, ...]
-    wall_seconds: float
+    wall_seconds: Seconds
     base_context: dict[str, str] = field(default_factory=dict)
-    calls: dict[str, int] = field(default_factory=dict)  # function key -> calls, where known
+    calls: dict[str, Count] = field(default_factory=dict)  # function key -> calls, where known
     warnings: tuple[str, ...] = ()
     stale_captures: tuple[StaleCapture, ...] = ()
     target_exception: str | None = None

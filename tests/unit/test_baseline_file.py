@@ -51,3 +51,69 @@ def test_what_is_not_a_baseline_is_refused_with_the_field(tmp_path, content, wor
     message = str(info.value)
     assert str(path) in message and words in message, message
     assert message.endswith("Create it with --save-baseline.")
+
+
+GOOD = {"kind": BASELINE_KIND, "schema_version": 1,
+        "environment": {"jax_version": "0.10.2", "backend": "cpu", "python_version": "3.11"},
+        "functions": {"a.py:f": {"traces": 1, "compiles": 1, "compile_seconds": 0.5,
+                                 "equations": 40}}}
+
+
+def without(*path):
+    document = json.loads(json.dumps(GOOD))
+    inner = document
+    for key in path[:-1]:
+        inner = inner[key]
+    del inner[path[-1]]
+    return document
+
+
+@pytest.mark.parametrize("document, words", [
+    (without("schema_version"), "missing required field `schema_version`"),
+    (without("environment"), "missing required field `environment`"),
+    (without("functions"), "missing required field `functions`"),
+    *[(without("functions", "a.py:f", name),
+       f"field functions[...]: object missing required field `{name}`")
+      for name in ("traces", "compiles", "compile_seconds", "equations")],
+])
+def test_a_baseline_with_a_field_missing_is_refused_not_read_as_zero(tmp_path, document, words):
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(BudgetError) as info:
+        load_baseline(path)
+    assert str(path) in str(info.value) and words in str(info.value).lower(), str(info.value)
+
+
+@pytest.mark.parametrize("field, text, words", [
+    ("equations", "1" + "0" * 400, "expected `int` <= 1000000000000"),
+    ("equations", "-1", "expected `int` >= 0"),
+    ("traces", "1" + "0" * 13, "expected `int` <= 1000000000000"),
+    ("compile_seconds", "1e400", "number out of range"),
+    ("compile_seconds", "1e300", "expected `float` <= 100000000.0"),
+    ("compile_seconds", "-0.5", "expected `float` >= 0.0"),
+    ("compile_seconds", "NaN", "not json"),
+    ("compile_seconds", "Infinity", "not json"),
+])
+def test_a_baseline_value_out_of_range_is_refused_with_its_field(tmp_path, field, text, words):
+    """``equations: 10**400`` was an OverflowError traceback in the comparison; every count and
+    number of seconds is checked against ``ranges`` as the file is read."""
+    path = tmp_path / "base.json"
+    document = json.loads(json.dumps(GOOD))
+    document["functions"]["a.py:f"][field] = "VALUE"
+    path.write_text(json.dumps(document).replace('"VALUE"', text))
+    with pytest.raises(BudgetError) as info:
+        load_baseline(path)
+    message = str(info.value)
+    assert str(path) in message and words in message.lower(), message
+    if "not json" not in words:
+        assert f"field functions[...].{field}" in message
+
+
+def test_a_baseline_of_another_schema_version_is_refused(tmp_path):
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({**GOOD, "schema_version": 99}))
+    with pytest.raises(BudgetError, match="field schema_version: 99; this recompile-cli reads "
+                                          "baselines of version 1"):
+        load_baseline(path)
+    path.write_text(json.dumps(GOOD))
+    assert load_baseline(path).functions == {"a.py:f": FunctionTotals(1, 1, 0.5, 40)}

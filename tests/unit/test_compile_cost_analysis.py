@@ -219,25 +219,41 @@ def public_only(events):
     return build_report(dataclasses.replace(session(events), environment=env))
 
 
-@pytest.mark.parametrize("strict", [False, True])
-def test_max_equations_without_recorded_equations_is_not_a_silent_pass(strict):
+@pytest.mark.parametrize("allowed", [False, True])
+def test_max_equations_without_recorded_equations_fails_unless_allowed(allowed):
     from recompile_cli.render.ci import gate_summary
 
     budget = load_budget_text("step: {max_equations: 0}")
     report = public_only([event(function="step", defined_at="heavy.py:12")])
-    result = evaluate([Gated("prog.py", report, Gates(budgets=(budget,)))], strict=strict)
+    result = evaluate([Gated("prog.py", report, Gates(budgets=(budget,),
+                                                      allow_unrecorded=allowed))])
     (row,) = result.rows
-    assert (row.equations, row.status) == (None, "ok")
     problem = ("prog.py: the budget 'step' limits max_equations, but this run recorded no "
                "equations for step (equations need the private hooks: hook mode private, "
-               "JAX >= 0.9); run with the private hooks or remove the limit")
-    if strict:
-        assert [(v.rule, v.message) for v in result.violations] == [
-            (Rule.NOT_RECORDED, problem)]
-        assert not result.held
+               "JAX >= 0.9); a limit that cannot be checked fails; to let it pass with a "
+               "warning, set allow_unrecorded: true in the budget, or pass --allow-unrecorded")
+    assert row.equations is None
+    if allowed:
+        assert result.warnings == (problem,) and result.held and row.status == "ok"
     else:
-        assert result.warnings == (problem,) and result.held
+        assert [(v.rule, v.message) for v in row.violations] == [(Rule.NOT_RECORDED, problem)]
+        assert not result.held and row.status == "FAIL"
     assert "not recorded / 0" in gate_summary(result)
+    # the budget's own key does what the option does
+    own = load_budget_text("step: {max_equations: 0, allow_unrecorded: true}")
+    assert evaluate([Gated("prog.py", report, Gates(budgets=(own,)))]).held
+
+
+def test_max_equations_with_one_compile_unrecorded_fails():
+    """The largest of the recorded programs says nothing of a compile whose record is missing
+    (the walk of a huge program failing): the limit cannot pass on the others."""
+    budget = load_budget_text("step: {max_equations: 2000}")
+    report = build_report(session([costed(), event(function="step", seq=1,
+                                                   defined_at="heavy.py:12")]))
+    (row,) = evaluate([Gated("prog.py", report, Gates(budgets=(budget,)))]).rows
+    (violation,) = row.violations
+    assert violation.rule == Rule.NOT_RECORDED and row.equations is None
+    assert "recorded no equations for 1 of 2 compiles of step" in violation.message
 
 
 def load_budget_text(budgets):
@@ -251,21 +267,52 @@ def load_budget_text(budgets):
     return budget
 
 
-@pytest.mark.parametrize("strict", [False, True])
-def test_compile_regression_says_when_equations_were_not_compared(strict):
+@pytest.mark.parametrize("allowed", [False, True])
+def test_compile_regression_fails_when_equations_were_not_compared(allowed):
     baseline = Baseline("base.json", {"jax_version": "0.4.30", "backend": "cpu"},
                         {"heavy.py:step": FunctionTotals(1, 1, 1.0, 1000)})
-    report = public_only([event(function="step", defined_at="heavy.py:12")])
-    result = evaluate([Gated("p", report)], baseline, compile_regression=10, strict=strict)
+    report = public_only([event(function="step", defined_at="heavy.py:12", seconds=1.0)])
+    result = evaluate([Gated("p", report)], baseline, compile_regression=10,
+                      allow_unrecorded=allowed)
     problem = ("--fail-on-compile-regression: this run recorded no equations for heavy.py:step "
-               "(equations need the private hooks: hook mode private, JAX >= 0.9), so only "
-               "their compile seconds were compared")
-    if strict:
+               "(equations need the private hooks: hook mode private, JAX >= 0.9), so they "
+               "could not be compared; a limit that cannot be checked fails; to let it pass "
+               "with a warning, set allow_unrecorded: true in the budget, or pass "
+               "--allow-unrecorded")
+    if allowed:
+        assert problem in result.warnings and result.held
+    else:
         assert [(v.rule, v.message) for v in result.violations] == [
             (Rule.NOT_RECORDED, problem)]
-    else:
-        assert problem in result.warnings and result.held
     assert not evaluate([Gated("p", report)], baseline).warnings  # only when asked
+
+
+@pytest.mark.parametrize("baseline_equations, held", [(0, False), (40, True), (39, False)])
+def test_a_zero_equation_baseline_is_compared_not_skipped(baseline_equations, held):
+    """``equations: 0`` is a real count (an identity function has none): 40 is more than
+    any percent above it."""
+    baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"},
+                        {"heavy.py:step": FunctionTotals(1, 1, 2.0, baseline_equations)})
+    report = build_report(session([costed(cost=dataclasses.replace(COST, equations=40))]))
+    result = evaluate([Gated("p", report)], baseline, compile_regression=1)
+    assert result.held is held, result.violations
+    if baseline_equations == 0:
+        (violation,) = result.violations
+        assert violation.message == ("heavy.py:step: 40 equations, baseline 0 (from 0, more "
+                                     "than 1%) (--fail-on-compile-regression)")
+
+
+def test_a_baseline_without_compile_seconds_is_not_a_pass():
+    """A function that compiled with 0 compile seconds (a forecast's baseline) has no seconds
+    to compare: not a silent pass."""
+    baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"},
+                        {"heavy.py:step": FunctionTotals(1, 1, 0.0, 1204)})
+    report = build_report(session([costed()]))
+    (violation,) = evaluate([Gated("p", report)], baseline, compile_regression=10).violations
+    assert violation.rule == Rule.NOT_RECORDED
+    assert violation.message.startswith("--fail-on-compile-regression: the baseline recorded no "
+                                        "compile seconds for heavy.py:step (a forecast "
+                                        "compiles nothing)")
 
 
 def test_diff_shows_equations_a_run_did_not_record_as_a_dash():

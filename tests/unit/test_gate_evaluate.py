@@ -12,7 +12,7 @@ from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
-from recompile_cli.gate.evaluate import Gated, Gates, evaluate
+from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate
 from recompile_cli.session.model import Event
 
 
@@ -94,8 +94,22 @@ def test_steady_state_counts_compiles_after_the_warm_up():
         "After a warm-up of 1 call of step, step compiled 2 more times, first during "
         "call 2: shape at x: f32[3] -> f32[4]")
     assert gate(report, steady_state_after=3).held
-    assert gate(report, steady_state_after=1,
-                steady_state_of=frozenset({"other@prog.py:9"})).held
+
+
+def test_a_steady_state_with_no_counted_call_fails_unless_allowed():
+    """No call of the watched functions was counted (a script's functions jitted before it
+    started): no compile can be placed after the warm-up, so the gate cannot pass."""
+    events = [replace(e, call_index=i, call_of="step@prog.py:3")
+              for i, e in enumerate(three_shapes())]
+    for report, of in ((report_of(*events), frozenset({"other@prog.py:9"})),
+                       (report_of(*three_shapes()), None)):
+        [violation] = gate(report, steady_state_after=1, steady_state_of=of).violations
+        assert violation.rule == Rule.NOT_RECORDED
+        assert "this run counted no call of" in violation.message
+        assert "allow_unrecorded: true" in violation.message
+        allowed = gate(report, steady_state_after=1, steady_state_of=of,
+                       allow_unrecorded=True)
+        assert allowed.held and allowed.warnings == (violation.message,)
 
 
 def test_a_target_that_raised_fails_the_gate_even_with_nothing_else_to_check():

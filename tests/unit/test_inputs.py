@@ -212,6 +212,19 @@ BUDGET = "targets:\n  - target: prog.py:step\n{extra}    budgets: {{step: {{{lim
     ("    static_argnames: 3\n", "max_compiles: 1", "targets[0].static_argnames", "name"),
     ("    script_args: [[1]]\n", "max_compiles: 1", "targets[0].script_args[0]", "string"),
     ("    args: ''\n", "max_compiles: 1", "targets[0].args", "non-empty string"),
+    # past the range of ``ranges``: a limit that could never fail
+    ("", "max_compiles: 1000000000001", "targets[0].budgets.step.max_compiles",
+     "at most 1,000,000,000,000"),
+    ("", f"max_equations: {10 ** 400}", "targets[0].budgets.step.max_equations",
+     "at most 1,000,000,000,000"),
+    ("", "max_traces: -1", "targets[0].budgets.step.max_traces", "non-negative integer"),
+    ("", "max_compile_seconds: 1e300", "targets[0].budgets.step.max_compile_seconds",
+     "at most 100,000,000"),
+    ("", "tolerance: 1e300", "targets[0].budgets.step.tolerance", "at most 10,000"),
+    ("    steady_state_after: 1000000000001\n", "max_compiles: 1",
+     "targets[0].steady_state_after", "at most 1,000,000,000,000"),
+    ("", "allow_unrecorded: 'yes'", "targets[0].budgets.step.allow_unrecorded",
+     "true or false"),
 ])
 def test_budget_field_errors(tmp_path, extra, limits, field, words):
     path = write(tmp_path, BUDGET.format(extra=extra, limits=limits), "recompile-budget.yaml")
@@ -234,6 +247,8 @@ def test_budget_jit_options_go_through_the_shared_parser(tmp_path):
     ("budgets = { step = { tolerance = nan } }", "targets[0].budgets.step.tolerance", "finite"),
     ("budgets = { step = { max_compile_seconds = inf } }",
      "targets[0].budgets.step.max_compile_seconds", "finite"),
+    (f"budgets = {{ step = {{ max_compiles = {10 ** 13} }} }}",
+     "targets[0].budgets.step.max_compiles", "at most 1,000,000,000,000"),
     ('static_argnums = ["a"]\nbudgets = { step = { max_compiles = 1 } }',
      "targets[0].static_argnums[0]", "int"),
     ("budgets = { step = { max_compiles = 1979-05-27 } }",

@@ -207,6 +207,18 @@ _DELETE = object()
     (("warnings",), "oops", "warnings", "expected `array`, got `str`"),
     (("totals", "wall_seconds"), "1", "totals.wall_seconds", "expected `float`, got `str`"),
     (("stale_captures",), [{"function": "f"}], "stale_captures[0]", "missing required field"),
+    # stored values out of range (issue 29): refused with the field, never shown as a figure
+    (("events", 1, "cache_saved_seconds"), 7e64, "events[1].cache_saved_seconds",
+     "expected `float` <= 100000000.0"),
+    (("events", 1, "cache_saved_seconds"), -35.062, "events[1].cache_saved_seconds",
+     "expected `float` >= 0.0"),
+    (("events", 1, "compile_seconds"), -1.0, "events[1].compile_seconds", ">= 0.0"),
+    (("events", 1, "trace_seconds"), 1e300, "events[1].trace_seconds", "<= 100000000.0"),
+    (("events", 1, "start_seconds"), -0.5, "events[1].start_seconds", ">= 0.0"),
+    (("events", 1, "call_index"), -1, "events[1].call_index", ">= 0"),
+    (("events", 1, "depth"), 10 ** 400, "events[1].depth", "<= 1000000000000"),
+    (("calls",), {"f": -3}, "calls[...]", "expected `int` >= 0"),
+    (("totals", "wall_seconds"), -1.0, "totals.wall_seconds", ">= 0.0"),
 ])
 def test_wrong_field_types_name_the_field(tmp_path, report_data, path, value, field, words):
     bad = tmp_path / "bad.json"
@@ -315,6 +327,11 @@ def test_events_log_cut_short_keeps_what_was_whole(tmp_path, session):
      "line 5, field id: expected `int`, got `array`"),
     (lambda lines: [*lines[:-1], '{"type": "end", "wall_seconds": 1}'],
      "line 56: object missing required field `calls`"),
+    (lambda lines: [*lines[:4], lines[4].replace('"compile_seconds": ', '"compile_seconds": -'),
+                    *lines[5:]], "line 5, field event.compile_seconds: expected `float` >= 0.0"),
+    (lambda lines: [*lines[:-1], re.sub(r'"wall_seconds": [^,]+', '"wall_seconds": 1e99',
+                                        lines[-1])],
+     "line 56, field wall_seconds: expected `float` <= 100000000.0"),
 ])
 def test_damaged_events_logs(tmp_path, session, change, words):
     with pytest.raises(SessionFileError) as info:

@@ -76,6 +76,17 @@ def test_missing_calls_means_one_call_without_arguments(tmp_path):
     ("defaults: {dtype: f32}\n", "defaults.dtype", 1, "unknown dtype"),
     ("calls:\n  - args: [{array: [2], numpy: [2]}]\n", "calls[0].args[0]", 2, "one form"),
     ("calls:\n  - args: [{scalar: abc}]\n", "calls[0].args[0].scalar", 2, "number"),
+    # a scalar its dtype cannot hold: exit 2 here, not an OverflowError while building the call
+    ("calls:\n  - args: [{scalar: 100000000000000000000, dtype: int8}]\n",
+     "calls[0].args[0].scalar", 2, "an int8 scalar is a whole number from -128 to 127"),
+    ("calls:\n  - args: [{scalar: .inf, dtype: int32}]\n", "calls[0].args[0].scalar", 2,
+     "got inf"),
+    ("calls:\n  - args: [{scalar: -1, dtype: uint8}]\n", "calls[0].args[0].scalar", 2,
+     "a uint8 scalar is a whole number from 0 to 255"),
+    ("calls:\n  - args: [{scalar: 2.5, dtype: int32}]\n", "calls[0].args[0].scalar", 2,
+     "got 2.5"),
+    ("calls:\n  - args: [{scalar: 2, dtype: bool}]\n", "calls[0].args[0].scalar", 2,
+     "a bool scalar is true or false"),
     ("calls:\n  - args: [{call: nocolon}]\n", "calls[0].args[0].call", 2, "module:function"),
     ("- just\n- a list\n", "(top level)", None, "mapping"),
 ])

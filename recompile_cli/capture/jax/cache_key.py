@@ -21,6 +21,13 @@ while a persistent cache directory is configured. Every wrapper calls JAX's own 
 catches its own errors: a hook never raises into user code. On a write, the exact compile time
 is kept beside the entry (``DIR/recompile-cli/KEY``), so that a later hit can say exactly what it
 saved (JAX stores whole seconds, which is 0 for most compiles).
+
+The cache folder is not ours alone, so what it holds is untrusted input: the exact time is
+written and read only inside the folder (``fileio``'s ``within``: a planted link
+``DIR/recompile-cli -> /elsewhere`` is refused, a FIFO is not waited on), and a stored time is
+used only when it is a number of seconds in range (``ranges``) that agrees with JAX's own whole
+seconds for the entry; anything else is skipped with a warning naming the file (``warn``), never
+shown as a figure (a hit that "saved 7.0e64 s").
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from recompile_cli import fileio, ranges
 from recompile_cli.capture import cache_key_text, stack
 from recompile_cli.capture.jax import hooks, module_constants
 from recompile_cli.capture.process import configured_cache_dir
@@ -84,8 +92,10 @@ class KeyHooks:
     """Patches JAX's cache-key and cache read/write functions; ``take`` hands over the
     current thread's ``CacheKeyInfo`` once its compile ended."""
 
-    def __init__(self, on_internal_error: Callable[[BaseException], None]) -> None:
+    def __init__(self, on_internal_error: Callable[[BaseException], None],
+                 warn: Callable[[str], None] = lambda text: None) -> None:
         self._on_internal_error = on_internal_error
+        self._warn = warn  # a stored value skipped or a cache file refused, naming the file
         self._local = threading.local()
         self._originals: dict[str, tuple[Any, Any]] = {}  # name -> (module, JAX's function)
         self._active = False
@@ -123,7 +133,7 @@ class KeyHooks:
         if probe is None:
             return None
         try:
-            return _finish(probe, outcome)
+            return _finish(probe, outcome, self._warn)
         except Exception as exc:
             self._report(exc)
             return probe.info
@@ -208,7 +218,7 @@ class KeyHooks:
             try:
                 probe.retrieval_seconds = time.perf_counter() - start
                 if result[0] is not None:
-                    probe.stored_seconds = float(result[1])
+                    probe.stored_seconds = _jax_stored(probe.info.key, result[1], self._warn)
             except Exception as exc:
                 self._report(exc)
         return result
@@ -220,26 +230,40 @@ class KeyHooks:
             pass
 
 
-def _finish(probe: _Probe, outcome: CacheOutcome | None) -> CacheKeyInfo:
+def _finish(probe: _Probe, outcome: CacheOutcome | None,
+            warn: Callable[[str], None]) -> CacheKeyInfo:
     info = replace(probe.info, compile_seconds=probe.compile_seconds,
                    retrieval_seconds=probe.retrieval_seconds)
     if outcome == CacheOutcome.HIT:
-        exact = read_compile_time(info.key)
+        exact = read_compile_time(info.key, probe.stored_seconds, warn)
         stored = exact if exact is not None else probe.stored_seconds
         saved = None
         if stored is not None and probe.retrieval_seconds is not None and (
                 exact is not None or stored > 0):
-            saved = stored - probe.retrieval_seconds
+            saved = max(stored - probe.retrieval_seconds, 0.0)  # as JAX's figure: never < 0
         return replace(info, stored_seconds=stored, stored_exact=exact is not None,
                        saved_seconds=saved)
     if outcome == CacheOutcome.MISS_WRITTEN:
         if probe.compile_seconds is not None:
-            remember_compile_time(info.key, probe.compile_seconds)
+            remember_compile_time(info.key, probe.compile_seconds, warn)
         return info
     reason = probe.reason
     if reason is None and probe.compile_seconds is None:
         reason = CacheMissReason.CACHE_DISABLED  # JAX wrote nothing and did not try
     return replace(info, reason=reason)
+
+
+def _jax_stored(key: str, value: Any, warn: Callable[[str], None]) -> float | None:
+    """JAX's whole seconds stored with the entry ``key``, when they are a number of seconds in
+    range; else None, with a warning naming the entry (a damaged or planted one)."""
+    seconds = ranges.as_float(value)
+    if seconds is not None and not ranges.number_problem(seconds, ranges.MAX_SECONDS):
+        return seconds
+    folder = configured_cache_dir() or "?"
+    warn(f"{os.path.join(folder, key)}-cache: the compile time stored in this persistent-cache "
+         f"entry, {ranges.shown(value)} s, is not a number of seconds from 0 to "
+         f"{ranges.MAX_SECONDS:,.0f}; it was skipped (the entry may be damaged)")
+    return None
 
 
 def _write_refusal(seconds: float, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -342,35 +366,65 @@ def _devices(devices: Any) -> str:
     return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
 
 
-def _times_path(key: str) -> str | None:
+def _times_path(key: str) -> tuple[str, str] | None:
+    """``DIR/recompile-cli/KEY`` and ``DIR``, for a key that is one file name."""
     folder = configured_cache_dir()
-    if not folder or "://" in folder or os.sep in key or not key:
+    if not folder or "://" in folder or os.sep in key or not key or key in (".", ".."):
         return None
-    return os.path.join(folder, TIMES_FOLDER, key)
+    return os.path.join(folder, TIMES_FOLDER, key), folder
 
 
-def remember_compile_time(key: str, seconds: float) -> None:
-    """Keep the exact compile time of an entry JAX just wrote (JAX keeps whole seconds)."""
-    path = _times_path(key)
-    if path is None:
+def remember_compile_time(key: str, seconds: float,
+                          warn: Callable[[str], None] = lambda text: None) -> None:
+    """Keep the exact compile time of an entry JAX just wrote (JAX keeps whole seconds), inside
+    the cache folder only: a link that leads out of it is refused with a warning."""
+    where = _times_path(key)
+    if where is None:
         return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="ascii") as out:
-            out.write(repr(float(seconds)))
-        os.replace(temporary, path)
+    path, folder = where
+    try:  # (makes DIR/recompile-cli, inside DIR only)
+        fileio.atomic_write_text(path, repr(float(seconds)), within=folder)
+    except fileio.OutsideFolder:
+        link = os.path.dirname(path) if os.path.islink(os.path.dirname(path)) else path
+        warn(f"{link}: a link leads outside the cache folder {folder}; recompile-cli did not "
+             "write its exact compile times there (remove the link)")
     except OSError:
         pass
 
 
-def read_compile_time(key: str) -> float | None:
-    """The exact compile time kept for ``key``, if recompile-cli saw it written."""
-    path = _times_path(key)
-    if path is None:
+_TIME_BYTES = 64  # repr of a float, with room to spare
+
+
+def read_compile_time(key: str, jax_seconds: float | None = None,
+                      warn: Callable[[str], None] = lambda text: None) -> float | None:
+    """The exact compile time kept for ``key``, if recompile-cli saw it written and it is
+    believable: a number of seconds in range whose whole seconds are JAX's own for the entry
+    (``jax_seconds``, where known). Anything else is skipped with a warning naming the file."""
+    where = _times_path(key)
+    if where is None:
         return None
+    path, folder = where
     try:
-        with open(path, encoding="ascii") as source:
-            return float(source.read(64))
-    except (OSError, ValueError):
+        data = fileio.read_within(path, folder, _TIME_BYTES + 1)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        warn(f"{path}: recompile-cli's exact compile time was not read "
+             f"({exc.strerror or exc}); the hit's saved time is JAX's whole seconds")
+        return None
+    text = data.decode("ascii", "replace").strip()
+    try:
+        seconds: float | None = float(text) if len(data) <= _TIME_BYTES else None
+    except ValueError:
+        seconds = None
+    if seconds is not None and ranges.number_problem(seconds, ranges.MAX_SECONDS):
+        seconds = None
+    if seconds is not None and jax_seconds is not None and int(seconds) != int(jax_seconds):
+        seconds = None  # not the time of this entry: JAX stored int(compile seconds)
+    if seconds is None:
+        agrees = f" agreeing with JAX's {jax_seconds:g} s" if jax_seconds is not None else ""
+        warn(f"{path}: the exact compile time it holds, {ranges.shown(text[:40])}, is not a "
+             f"number of seconds from 0 to {ranges.MAX_SECONDS:,.0f}{agrees}; it was skipped "
+             "and the hit's saved time is JAX's whole seconds (delete the file if it is "
+             "damaged)")
+    return seconds

@@ -16,8 +16,10 @@ the MLIR bindings; absent pieces are feature-detected and left out):
 * ``ClosedJaxpr.consts`` (and array literals): the constants baked into the program;
 * ``MeshComputation._hlo`` (an ``ir.Module``) walked with ``Operation.walk``: its operations.
 
-Attribution is bounded: past ``EQUATION_LIMIT`` equations are counted but not attributed, and
-``CompileCost.walked`` says where it stopped.
+Both walks are bounded: past ``EQUATION_LIMIT`` equations are counted but not attributed
+(``CompileCost.walked`` says where it stopped), and past ``MODULE_OP_LIMIT`` lowered operations
+the count stops there (``CompileCost.module_ops_bounded``: "at least" that many). Equations are
+always counted in full, so a limit on them is always checked.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from recompile_cli.capture import cost_lines, stack
 from recompile_cli.session.model import CompileCost, ConstantCost, function_key
 
 EQUATION_LIMIT = 50_000  # equations attributed to lines; the rest are only counted
-MODULE_OP_LIMIT = 200_000  # lowered operations counted before giving up (module_ops = None)
+MODULE_OP_LIMIT = 200_000  # lowered operations counted; past it, "at least" that many
 _JIT_PRIMITIVES = frozenset({"pjit", "jit", "closed_call", "core_call"})
 _UNKNOWN = cost_lines.UNKNOWN
 
@@ -43,7 +45,7 @@ def cost_of(closed_jaxpr: Any, lowering: Any, fun: Any = None,
     """The cost profile of a lowered jaxpr (``lowering``: what ``_pjit_lower`` returned);
     ``fun``: the jitted Python function, whose closure may hold the constants. Never raises."""
     try:
-        return _Walk(closed_jaxpr).cost(lowering, fun)
+        return _Walk(closed_jaxpr).cost(lowering, fun, on_error)
     except Exception as exc:
         if on_error is not None:
             on_error(exc)
@@ -64,7 +66,8 @@ class _Walk:
         self._visited: set[int] = set()
         self._codes: dict[tuple[Any, int], str] = {}
 
-    def cost(self, lowering: Any, fun: Any) -> CompileCost:
+    def cost(self, lowering: Any, fun: Any,
+             on_error: Callable[[BaseException], None] | None = None) -> CompileCost:
         jaxpr = self._closed.jaxpr
         const_sites = self._walk(jaxpr, None, False, set(map(id, jaxpr.constvars)))
         consts = list(self._closed.consts)
@@ -75,10 +78,16 @@ class _Walk:
         large = [(value, where, size) for (value, where), size in zip(arrays, sizes, strict=True)
                  if size >= cost_lines.LARGE_CONSTANT_BYTES]
         large.sort(key=lambda item: -item[2])
+        try:  # the equations are kept even when the module cannot be walked
+            module_ops, bounded = _module_ops(lowering)
+        except Exception as exc:
+            module_ops, bounded = None, False
+            if on_error is not None:
+                on_error(exc)
         return CompileCost(
             equations=self.equations, in_bodies=self.in_bodies, walked=len(self.records),
-            lines=cost_lines.line_costs(self.records), module_ops=_module_ops(lowering),
-            constants=len(arrays), constants_bytes=sum(sizes),
+            lines=cost_lines.line_costs(self.records), module_ops=module_ops,
+            module_ops_bounded=bounded, constants=len(arrays), constants_bytes=sum(sizes),
             large_constants=tuple(_constant(value, where, size, fun)
                                   for value, where, size in large[:cost_lines.MAX_CONSTANTS]),
             inlined=tuple(sorted(self.inlined.items(), key=lambda kv: -kv[1])[:10]))
@@ -158,32 +167,29 @@ def _nbytes(value: Any) -> int:
         return 0
 
 
-def _module_ops(lowering: Any) -> int | None:
+def _module_ops(lowering: Any) -> tuple[int | None, bool]:
+    """The lowered module's operations, and whether that count is a lower bound: the walk
+    stops at ``MODULE_OP_LIMIT`` by telling MLIR to (``WalkResult.INTERRUPT``), never by
+    raising, since an exception raised in the callback comes back out of MLIR's C++ walk as
+    another type (it did past 200,000 operations on JAX 0.10.2)."""
     module = getattr(lowering, "_hlo", None)
     walk = getattr(getattr(module, "operation", None), "walk", None)
     if walk is None:
-        return None
+        return None, False
+    from jax._src.lib.mlir import ir  # type: ignore[attr-defined]
+
+    advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
     count = 0
 
     def visit(op: Any) -> Any:
         nonlocal count
         count += 1
-        if count > MODULE_OP_LIMIT:
-            raise _TooBig
-        return _ADVANCE
+        return interrupt if count > MODULE_OP_LIMIT else advance
 
-    from jax._src.lib.mlir import ir  # type: ignore[attr-defined]
-
-    _ADVANCE = ir.WalkResult.ADVANCE
-    try:
-        walk(visit)
-    except _TooBig:
-        return None
-    return count - 1  # the module itself is not an operation of the program
-
-
-class _TooBig(Exception):
-    pass
+    walk(visit)
+    if count > MODULE_OP_LIMIT:
+        return MODULE_OP_LIMIT, True
+    return count - 1, False  # the module itself is not an operation of the program
 
 
 def _constant(value: Any, where: str | None, size: int, fun: Any) -> ConstantCost:
