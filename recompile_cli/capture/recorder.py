@@ -332,7 +332,7 @@ class Recorder:
         if info.error is not None:
             draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
-            self._stale.add(info.name, info.defined_at, info.fun)
+            self._stale.add(info.name, info.defined_at, info.fun, info.host_code)
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
             self._local.traced_fun = (info.jaxpr_id, info.fun)  # for naming its constants

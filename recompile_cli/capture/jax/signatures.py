@@ -16,13 +16,14 @@ import functools
 import inspect
 import re
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from recompile_cli.capture import stack
-from recompile_cli.capture.jax import pytrees, replay, wrapped
+from recompile_cli.capture.jax import callbacks, pytrees, replay, wrapped
 from recompile_cli.capture.jax.equality import EqualityClasses
 from recompile_cli.capture.jax.pytrees import full_repr
 from recompile_cli.capture.jax.scalars import python_scalar_leaves
@@ -91,6 +92,8 @@ class TraceInfo:
     static_classes: dict[str, StaticClass] = field(default_factory=dict)
     python_scalars: tuple[str, ...] | None = None  # leaves passed as Python scalars
     replay: Replay | None = None  # a top-level trace's: how to make the call again
+    # the code the traced program calls back on the host (``callbacks``), found when asked
+    host_code: Callable[[], frozenset[types.CodeType]] = frozenset
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +165,8 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
         static_classes=static_classes, python_scalars=python_scalar_leaves(
             names, avals, args, kwargs, static_nums, static_names),
         replay=_replay(fun, ji, args, kwargs, params, static_nums, static_names)
-        if depth == 0 and error is None else None)
+        if depth == 0 and error is None else None,
+        host_code=functools.partial(callbacks.host_code, jaxpr))
 
 
 def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
