@@ -144,11 +144,16 @@ class StaticClass:
     the same ``number`` exactly when JAX finds them equal (a value no longer alive is compared
     by type, hash and text). ``type`` is the value's type (``Model``); ``identity`` says that
     the type compares by identity (``object.__eq__``): a new object is a new value even when it
-    prints the same."""
+    prints the same. ``equal_to`` numbers the earlier classes of the argument whose values are
+    equal to this one (``==``, same hash) but of another type (``2`` and ``np.int64(2)``,
+    ``Mode.TRAIN`` and ``'train'``), which JAX tells apart by type alone; ``convert`` is then
+    the callable that gives them one type (``int``, ``Mode``)."""
 
     number: int
     type: str = ""
     identity: bool = False
+    equal_to: tuple[int, ...] = ()
+    convert: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ another jit, on real JAX and the real libraries."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import gc
 import weakref
@@ -132,6 +133,83 @@ def test_a_static_container_is_named_by_the_part_that_changed(first, second, arg
         f(jnp.ones(3), cfg=first)
         f(jnp.ones(3), cfg=second)
     assert causes(rec, "<lambda>")[1] == [("static_value", argument, before, after)]
+
+
+class Mode(enum.StrEnum):
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+class Plain(enum.Enum):
+    TRAIN = "train"
+
+
+def advice(rec: Any, name: str) -> list[str]:
+    return [s.message for s in rec.report.report.suggestions if s.function == name]
+
+
+@pytest.mark.parametrize(("first", "second", "convert"), [
+    (Mode.TRAIN, "train", "Mode"), ("train", Mode.TRAIN, "Mode"), (Level.LOW, 1, "Level"),
+    (2, np.int64(2), "int"), (np.int64(2), 2, "int"), (np.int32(2), np.int64(2), "np.int32"),
+    (1, True, "int"), (True, 1, "bool"), (np.bool_(True), True, "bool"),
+    (1.0, 1, "float"), (np.float32(0.5), 0.5, "float"), (Config(0.1, 2), (0.1, 2, None), "tuple"),
+], ids=lambda v: type(v).__name__ if not isinstance(v, str) else v)
+@pytest.mark.parametrize("by_keyword", [True, False], ids=["keyword", "positional"])
+def test_equal_statics_of_different_types_are_a_type_difference(first, second, convert,
+                                                                 by_keyword):
+    """JAX keys a static argument on its type as well as its value: an Enum member and its
+    value, a numpy scalar and a Python number, ``1`` and ``True`` compile apart; the report
+    says why, and advises the conversion that gives them one type."""
+    def step(x, mode):
+        return x * 2
+
+    f = (jax.jit(step, static_argnames="mode") if by_keyword
+         else jax.jit(step, static_argnums=1))
+    with recompile_cli.record() as rec:
+        for value in (first, second, first):
+            f(jnp.ones(3), mode=value) if by_keyword else f(jnp.ones(3), value)
+    assert rec.report.compiles("step") == 2
+    (cause,) = causes(rec, "step")[1]
+    assert cause[:2] == ("static_value", "mode")
+    assert any(d.startswith("static argument mode: an equal value of another type "
+                            f"({type_name(type(first))} -> {type_name(type(second))})")
+               for d in details(rec, "step"))
+    (said,) = advice(rec, "step")
+    assert "equal values of different types" in said and "traced array" not in said
+    assert f"e.g. `{convert}(mode)`: 2 compiles -> 1." in said
+
+
+def type_name(kind: type) -> str:
+    return kind.__qualname__
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (Plain.TRAIN, "train"), (2, 2.5), (np.int64(2), np.int64(3)), ("train", "eval"),
+])
+def test_unequal_statics_are_new_values_not_types(first, second):
+    """A plain Enum member is not equal to its value, and 2 is not 2.5: new values, whatever
+    their types."""
+    f = jax.jit(lambda x, mode: x * 2, static_argnames="mode")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), mode=first)
+        f(jnp.ones(3), mode=second)
+    assert rec.report.compiles("<lambda>") == 2
+    assert not any("another type" in d for d in details(rec, "<lambda>"))
+    assert not any("different types" in a for a in advice(rec, "<lambda>"))
+
+
+def test_equal_parts_of_different_types_in_a_static_container_compile_once():
+    """JAX compares a static tuple with ``==``, element by element: types inside it do not
+    matter, and nothing is reported."""
+    f = jax.jit(lambda x, cfg: x * 2, static_argnames="cfg")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), cfg=(1, 2))
+        f(jnp.ones(3), cfg=(True, np.int64(2)))
+    assert rec.report.compiles("<lambda>") == 1
 
 
 class Weird:

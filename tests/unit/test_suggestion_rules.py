@@ -46,6 +46,13 @@ def static(text: str, number: int, identity: bool = False, **leaves) -> Signatur
                    static_classes={"m": StaticClass(number, "Model", identity)})
 
 
+def typed(text: str, number: int, kind: str, equal_to: tuple[int, ...] = (),
+          convert: str = "") -> Signature:
+    """A static ``mode`` of type ``kind``, equal to the classes ``equal_to`` but for type."""
+    return replace(sig(x=X3, static={"mode": text}), static_classes={
+        "mode": StaticClass(number, kind, False, equal_to, convert)})
+
+
 FIELD = Note("field")
 
 
@@ -73,6 +80,7 @@ FIRES: dict[str, list] = {
     "change_rank": [sig(x=leaf("f32", 4)), sig(x=leaf("f32", 4, 2))],
     "cast_dtype": [sig(x=leaf("f32", 4)), sig(x=leaf("i32", 4))],
     "weak_type": [sig(s=leaf("f32", weak=True)), sig(s=leaf("f32"))],
+    "static_type": [typed("2", 1, "int"), typed("np.int64(2)", 2, "int64", (1,), "int")],
     "static_function": [sig(x=X3, static={"fn": LAMBDA.format(n)}) for n in (10, 20, 30)],
     "static_identity": [static("Model(n=2)", n, identity=True) for n in (1, 2, 3)],
     "static_object": [sig(x=X3, static={"c": f"<Cfg object at 0x7f000000{n}0>"})
@@ -104,6 +112,8 @@ SILENT: dict[str, list] = {
     # a weak-type change inside another jit is the parent's consequence
     "weak_type": [sig(y=X3), event(sig(s=leaf("f32", weak=True)), function="g", depth=1),
                   event(sig(s=leaf("f32")), function="g", depth=1)],
+    # 2 and 3: unequal values, whatever their types
+    "static_type": [typed("2", 1, "int"), typed("np.int64(3)", 2, "int64")],
     # two different functions (compared by identity), each compiled once: expected
     "static_function": [static("<function relu at 0x7f0000000010>", 1, identity=True),
                         static("<function gelu at 0x7f0000000020>", 2, identity=True)],

@@ -180,6 +180,11 @@ RULES: tuple[Rule, ...] = (
          "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
          "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
          texts.weak_types, "every such leaf given a dtype where it is made"),
+    Rule("static_type", frozenset({C.STATIC_VALUE}),
+         "a static argument that took equal values of different types (`2` and "
+         "`np.int64(2)`, an `Enum` member and its value), which JAX keys apart",
+         lambda g: bool(texts.type_pairs(g)), texts.static_type,
+         "the argument converted to one type"),
     Rule("static_function", frozenset({C.STATIC_VALUE}),
          "a static value that is (or holds) a function object and differs only by memory "
          "addresses or prints the same but compares unequal (re-created each call)",

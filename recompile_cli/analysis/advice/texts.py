@@ -23,7 +23,7 @@ from recompile_cli.analysis.advice.groups import (
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.locations import relative
-from recompile_cli.session.model import FunctionKind, Leaf
+from recompile_cli.session.model import FunctionKind, Leaf, StaticClass
 from recompile_cli.session.structures import (
     Note,
     node_map,
@@ -175,6 +175,39 @@ def _kept(g: Group) -> int | None:
         return None
     return predict.compiles_after(g.distinct, predict.static_as(g.argument or "",
                                                                 without_address))
+
+
+def type_pairs(g: Group) -> list[tuple[StaticClass, str, StaticClass, str]]:
+    """(earlier class, its stored text, later class, its stored text) for each value of the
+    whole static argument ``argument`` equal to an earlier one but of another type, in order."""
+    name = g.argument or ""
+    seen: dict[int, tuple[StaticClass, str]] = {}
+    pairs = []
+    for sig in g.distinct:
+        klass = sig.static_classes.get(name)
+        if klass is None or name not in sig.static:
+            continue
+        pairs += [(*seen[n], klass, sig.static[name]) for n in klass.equal_to if n in seen]
+        seen.setdefault(klass.number, (klass, sig.static[name]))
+    return pairs
+
+
+def static_type(g: Group) -> Advice:
+    """Equal values of different types (``2`` and ``np.int64(2)``) of a static argument."""
+    pairs = type_pairs(g)
+    merged: dict[int, tuple[int, str]] = {}
+    for earlier, text, later, _ in pairs:
+        merged[later.number] = merged.get(earlier.number, (earlier.number, text))
+    fix, after = g.fix(predict.compiles_after(g.distinct, predict.static_classes_as(
+        g.argument or "", merged)))
+    shown_pairs = listed([f"{shown(treedef_text(a), 40)} ({ka.type}) and "
+                          f"{shown(treedef_text(b), 40)} ({kb.type})"
+                          for ka, a, kb, b in pairs], 3)
+    return Advice(
+        f"static argument `{g.argument}` of {g.name} took equal values of different types "
+        f"({shown_pairs}); JAX keys a static argument on its type as well as its value, so "
+        "each type compiles once. Give it one type where it is passed, e.g. "
+        f"`{pairs[0][2].convert}({g.argument})`{fix}." + g.also(), after)
 
 
 def static_function(g: Group) -> Advice:
