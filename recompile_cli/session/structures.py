@@ -69,25 +69,30 @@ FIELD, WHOLE_AUX, LEAF, ATTR = "field", "aux", "leaf", "attr"
 class Note:
     """What a node map line of static data says besides its value: ``kind`` (``field`` or
     ``aux``); ``unequal``: how many earlier values of the path print the same but compare
-    unequal (0: none), with the value's ``type`` and whether it compares by ``identity``."""
+    unequal (0: none), with the value's ``type`` and whether it compares by ``identity``;
+    ``mode``: the value is a Python bool that the library class holding it branches on in
+    Python (a mode switch: ``capture.branches``)."""
 
     kind: str
     unequal: int = 0
     type: str = ""
     identity: bool = False
+    mode: bool = False
 
     def __str__(self) -> str:
-        if not self.unequal:
-            return self.kind
-        return (f"{self.kind} #{self.unequal} {self.type or '?'}"
-                + (" identity" if self.identity else ""))
+        text = self.kind
+        if self.unequal:
+            text += f" #{self.unequal} {self.type or '?'}" + (" identity" if self.identity
+                                                              else "")
+        return text + (" mode" if self.mode else "")
 
     @classmethod
     def parse(cls, text: str) -> Note:
         kind, *rest = text.split(" ")
         if len(rest) >= 2 and rest[0].startswith("#") and rest[0][1:].isdigit():
-            return cls(kind, int(rest[0][1:]), rest[1], "identity" in rest[2:])
-        return cls(kind)
+            flags = rest[2:]
+            return cls(kind, int(rest[0][1:]), rest[1], "identity" in flags, "mode" in flags)
+        return cls(kind, mode="mode" in rest)
 
 
 def with_note(description: str, note: Note) -> str:

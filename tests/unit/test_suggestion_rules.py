@@ -80,6 +80,7 @@ FIRES: dict[str, list] = {
     "change_rank": [sig(x=leaf("f32", 4)), sig(x=leaf("f32", 4, 2))],
     "cast_dtype": [sig(x=leaf("f32", 4)), sig(x=leaf("i32", 4))],
     "weak_type": [sig(s=leaf("f32", weak=True)), sig(s=leaf("f32"))],
+    "library_mode": [nnx_flag(f"{v}\tattr mode") for v in ("False", "True")],
     "static_type": [typed("2", 1, "int"), typed("np.int64(2)", 2, "int64", (1,), "int")],
     "static_function": [sig(x=X3, static={"fn": LAMBDA.format(n)}) for n in (10, 20, 30)],
     "static_identity": [static("Model(n=2)", n, identity=True) for n in (1, 2, 3)],
@@ -112,6 +113,8 @@ SILENT: dict[str, list] = {
     # a weak-type change inside another jit is the parent's consequence
     "weak_type": [sig(y=X3), event(sig(s=leaf("f32", weak=True)), function="g", depth=1),
                   event(sig(s=leaf("f32")), function="g", depth=1)],
+    # a bool attribute that the library does not branch on (no mode note): a plain flag
+    "library_mode": [nnx_flag(f"{v}\tattr") for v in ("False", "True")],
     # 2 and 3: unequal values, whatever their types
     "static_type": [typed("2", 1, "int"), typed("np.int64(3)", 2, "int64")],
     # two different functions (compared by identity), each compiled once: expected
@@ -473,6 +476,29 @@ def test_mode_flag():
     s = only(*FIRES["mode_flag"])
     assert s.message.startswith("`model.bn.use_running_average` took the values False, True "
                                 "between calls of f: a static field or attribute")
+
+
+def test_a_library_mode_switch_is_expected_never_traced():
+    """A Python bool that the library module holding it branches on: each mode compiles
+    once, expected; no fix is predicted and nothing says to trace it."""
+    def model(value: str) -> Signature:
+        structure = node_map_text([("", "Model"), (".bn", "BatchNorm"),
+                                   (".bn.use_running_average", value)], "Model")
+        return sig(structure={"model": structure}, paths={"model.bn.scale": X3})
+
+    s = only(model("False\tattr mode"), model("True\tattr mode"))
+    assert (s.code, s.predicted_compiles) == ("tree_structure", None)
+    assert s.message.startswith(
+        "`model.bn.use_running_average` is the mode switch of `BatchNorm` (a Python bool the "
+        "library branches on) and took the values False, True between calls of f: each mode "
+        "compiles once, as expected. It cannot be traced")
+    assert "pass it as a traced array" not in s.message
+
+
+@pytest.mark.parametrize("note", [Note("attr", mode=True), Note("leaf", 2, "bool", False, True),
+                                  Note("field", 1, "Tx", True), Note("aux")])
+def test_a_note_reads_back_as_written(note):
+    assert Note.parse(str(note)) == note
 
 
 def test_tree_structure():

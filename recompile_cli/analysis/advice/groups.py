@@ -18,7 +18,7 @@ from recompile_cli.analysis.advice import predict
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature
-from recompile_cli.session.structures import node_map
+from recompile_cli.session.structures import Note, node_map, split_note
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +79,27 @@ class Group:
         found = list(dict.fromkeys(sig.static[self.argument] for sig in self.distinct
                                    if self.argument in sig.static))
         return found or self.values()
+
+    def lines(self, path: str | None = None) -> list[str]:
+        """The node map description of ``path`` (default: ``argument``) in each of the
+        function's distinct signatures that has one, in order: a structure's part (its paths
+        follow the argument's name) or a static value's (full paths)."""
+        path = self.argument or "" if path is None else path
+        top = top_name(path)
+        found = []
+        for sig in self.distinct:
+            maps = [(text, path) for text in sig.static.values()]
+            if top in sig.structure:
+                maps.append((sig.structure[top], path[len(top):]))
+            for text, key in maps:
+                description = (node_map(text) or {}).get(key)
+                if description is not None:
+                    found.append(description)
+        return found
+
+    def notes(self) -> list[Note]:
+        """The note of each line of static data at ``argument`` (``lines``)."""
+        return [note for line in self.lines() if (note := split_note(line)[1]) is not None]
 
     @property
     def whole_static(self) -> bool:

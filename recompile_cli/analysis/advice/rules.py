@@ -138,6 +138,12 @@ def _containers(g: Group) -> bool:
     return not _field(g) and not _field_objects(g) and not g.in_model
 
 
+def _library_mode(g: Group) -> bool:
+    """A Python bool that the library class holding it branches on (``Note.mode``)."""
+    notes = g.notes()
+    return bool(notes) and all(note.mode for note in notes)
+
+
 def _mode(g: Group) -> bool:
     return _field(g) and all(v in ("True", "False", "None") for v in g.values())
 
@@ -180,6 +186,11 @@ RULES: tuple[Rule, ...] = (
          "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
          "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
          texts.weak_types, "every such leaf given a dtype where it is made"),
+    Rule("library_mode", frozenset({C.STATIC_VALUE, C.TREE_STRUCTURE}),
+         "a Python bool of a library's module that the library branches on in Python (a mode "
+         "switch such as equinox `Dropout(inference=...)` or flax `BatchNorm"
+         "(use_running_average=...)`): each mode compiling once is expected",
+         _library_mode, texts.library_mode),
     Rule("static_type", frozenset({C.STATIC_VALUE}),
          "a static argument that took equal values of different types (`2` and "
          "`np.int64(2)`, an `Enum` member and its value), which JAX keys apart",

@@ -282,6 +282,18 @@ def compared_by_text(structure: str) -> str:
     return node_map_text(kept, without_address(treedef_text(structure)))
 
 
+def library_mode(g: Group) -> Advice:
+    """A library module's mode switch: a Python bool its code branches on."""
+    path = g.argument or ""
+    holder = [split_note(line)[0] for line in g.lines(path.rpartition(".")[0])]
+    of = f" of `{holder[0]}`" if holder else ""
+    return Advice(
+        f"`{path}` is the mode switch{of} (a Python bool the library branches on) and took "
+        f"the values {listed(g.values(), 3)} between calls of {g.name}: each mode compiles "
+        "once, as expected. It cannot be traced; switch modes rarely (e.g. evaluate once per "
+        "epoch)." + g.also())
+
+
 def mode_flag(g: Group) -> Advice:
     return Advice(
         f"`{g.argument}` took the values {listed(g.values(), 3)} between calls of {g.name}: a "

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recompile_cli.capture.branches import mode_switch
 from recompile_cli.capture.jax.equality import type_name
 from recompile_cli.session.structures import (
     ATTR,
@@ -94,10 +95,10 @@ def static_nodes(value: Any, path: str, classify: Classify | None) -> list[tuple
     value of each that is not ``ARRAY`` (JAX compares it with ``==``), ``*`` for an array."""
     import jax
 
-    def leaf(leaf_path: str, item: Any) -> tuple[str, str]:
+    def leaf(leaf_path: str, item: Any, holder: Any) -> tuple[str, str]:
         if item is ARRAY or item is _UNKNOWN:
             return leaf_path, "*"
-        return _static_line(leaf_path, item, LEAF, classify)
+        return _static_line(leaf_path, item, LEAF, classify, holder)
 
     return _Walk(classify, leaf).nodes(jax.tree_util.tree_structure(value), value, path, None)
 
@@ -120,7 +121,7 @@ def static_view(value: Any, path: str, classify: Classify | None) -> str | None:
         return None
 
 
-def _array_leaf(path: str, item: Any) -> tuple[str, str]:
+def _array_leaf(path: str, item: Any, holder: Any) -> tuple[str, str]:
     return path, "*"
 
 
@@ -137,19 +138,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+# (path, value, the custom node class whose attribute it is, or None) -> a node map line
+LeafLine = Callable[[str, Any, Any], tuple[str, str]]
+
+
 class _Walk:
     """Walks a treedef and its value together, node by node, into node map lines."""
 
-    def __init__(self, classify: Classify | None,
-                 leaf: Callable[[str, Any], tuple[str, str]]) -> None:
+    def __init__(self, classify: Classify | None, leaf: LeafLine) -> None:
         self.classify = classify
         self.leaf = leaf
 
-    def nodes(self, treedef: Any, value: Any, path: str, parent: str | None
-              ) -> list[tuple[str, str]]:
+    def nodes(self, treedef: Any, value: Any, path: str, parent: str | None,
+              holder: Any = None) -> list[tuple[str, str]]:
+        """The lines of ``treedef`` at ``path``; ``holder``: the custom node class whose
+        attribute (``.name``) this is, if any."""
         data = treedef.node_data()
         if data is None:  # a leaf (none for NNX's state lists: its GraphDef names them)
-            return [] if parent == "NodeStates" else [self.leaf(path, value)]
+            return [] if parent == "NodeStates" else [self.leaf(path, value, holder)]
         kind, aux = data
         children = treedef.children()
         name = getattr(kind, "__name__", str(kind))
@@ -179,10 +185,13 @@ class _Walk:
             values = [child for _, child in keyed] if keyed else None
             out = [(path, _one_line(name)),
                    *_static_data(kind, aux, value, path, names, self.classify)]
+            holder = kind
+        custom = holder is kind
         for i, (child, child_name) in enumerate(zip(children, names, strict=False)):
             child_value = values[i] if values is not None and i < len(values) else _UNKNOWN
             out.extend(self.nodes(child, child_value, path + child_name,
-                                  "NodeStates" if parent == "NodeStates" else name))
+                                  "NodeStates" if parent == "NodeStates" else name,
+                                  kind if custom and child_name.startswith(".") else None))
         return out
 
 
@@ -219,7 +228,7 @@ def _static_data(kind: Any, aux: Any, value: Any, path: str, names: list[str],
     if fields is None:
         return [_static_line(f"{path}.{AUX}", aux, WHOLE_AUX, classify)]
     return [_static_line(f"{path}.{field}", item, WHOLE_AUX if field.startswith("<") else FIELD,
-                         classify) for field, item in zip(fields, aux, strict=True)]
+                         classify, kind) for field, item in zip(fields, aux, strict=True)]
 
 
 def _field_names(kind: Any, aux: Any, value: Any, data: set[str]) -> list[str] | None:
@@ -247,14 +256,19 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _static_line(path: str, item: Any, kind: str, classify: Classify | None) -> tuple[str, str]:
+def _static_line(path: str, item: Any, kind: str, classify: Classify | None,
+                 holder: Any = None) -> tuple[str, str]:
+    """The line of one static value at ``path``; ``holder``: the class whose attribute (the
+    last part of ``path``) it is, if known, to tell a library's mode switch."""
     text = _one_line(full_repr(item))
-    note = Note(kind)
+    mode = (type(item) is bool and isinstance(holder, type)
+            and mode_switch(holder, path.rpartition(".")[2]))
+    note = Note(kind, mode=mode)
     if classify is not None:
         try:
             klass = classify(path, item, text)
             if klass.ordinal:
-                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity)
+                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity, mode)
         except Exception:  # never raise into user code: the text alone tells values apart
             pass
     return path, with_note(text, note)
@@ -306,7 +320,8 @@ def graphdef_nodes(graphdef: Any, prefix: str, classify: Classify | None = None
             attr_kind = type(attr).__name__
             if attr_kind == "Static":
                 if not (isinstance(key, str) and key.startswith("_pytree__")):
-                    entries.append(_static_line(sub, attr.value, ATTR, classify))
+                    entries.append(_static_line(sub, attr.value, ATTR, classify,
+                                                getattr(node, "type", None)))
             elif attr_kind == "LeafAttr":
                 entries.append((sub, "*"))
                 leaves.append(sub)
