@@ -12,6 +12,7 @@ nothing from ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import re
@@ -58,6 +59,13 @@ def _new_leaf(aval: Any) -> Leaf:
         spec = str(getattr(sharding, "spec", sharding))
     return Leaf(shape=tuple(shape), dtype=str(getattr(aval, "dtype", type(aval).__name__)),
                 weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
+
+
+def _auto_axes(sharding: Any) -> bool:
+    """The sharding's mesh has ``Auto`` axes: a type-level spec (an abstract value's) does not
+    show how the array is placed along them."""
+    kinds = getattr(getattr(sharding, "mesh", None), "axis_types", None) or ()
+    return any(getattr(kind, "name", str(kind)) == "Auto" for kind in kinds)
 
 
 _cached_leaf = functools.lru_cache(maxsize=4096)(_new_leaf)
@@ -145,6 +153,8 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     if names is not raw and jaxpr is not None:  # a wrapper's: its lowerings use them too
         _USER_NAMES.remember(jaxpr, names)
     leaves = {n: leaf(a) for n, a in zip(names, avals, strict=False)}
+    if any(item.sharding is not None for item in leaves.values()):
+        leaves = _own_placements(leaves, args, kwargs, static_nums, static_names)
     static_values = {params[i]: v for i, v in enumerate(args) if i in static_nums}
     static_values.update({k: v for k, v in kwargs.items() if k in static_names})
     static, static_classes, equinox = _statics(fun, args, params, static_values, classes,
@@ -177,6 +187,31 @@ def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         return replay.replay(fun, ji, args, kwargs, params, static_nums, static_names)
     except Exception as exc:
         return Replay(None, problem=f"reading the call raised {type(exc).__name__}")
+
+
+def _own_placements(leaves: dict[str, Leaf], args: tuple[Any, ...], kwargs: dict[str, Any],
+                    static_nums: set[int], static_names: set[str]) -> dict[str, Leaf]:
+    """``leaves`` with the own placement (``sharding.spec``, ``P('data',)``, marked ``auto``)
+    of each array argument placed on a mesh with ``Auto`` axes, whose abstract value has only
+    the type-level spec (``P(None, None)`` whatever the placement). The arguments are flattened
+    as JAX flattens them for ``avals``; anything that does not line up leaves them as they are."""
+    import jax
+
+    dynamic = (tuple(v for i, v in enumerate(args) if i not in static_nums),
+               {k: v for k, v in kwargs.items() if k not in static_names})
+    values = jax.tree_util.tree_leaves(dynamic)
+    if len(values) != len(leaves):
+        return leaves
+    out = {}
+    for (path, item), value in zip(leaves.items(), values, strict=True):
+        if (item.sharding is not None and isinstance(value, jax.Array)
+                and not isinstance(value, jax.core.Tracer)):  # public on 0.4.30-0.12
+            sharding = getattr(value, "sharding", None)
+            spec = getattr(sharding, "spec", None)
+            if spec is not None and _auto_axes(sharding):
+                item = dataclasses.replace(item, sharding=f"{spec}, auto")
+        out[path] = item
+    return out
 
 
 def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
