@@ -147,13 +147,15 @@ class StaticClass:
     prints the same. ``equal_to`` numbers the earlier classes of the argument whose values are
     equal to this one (``==``, same hash) but of another type (``2`` and ``np.int64(2)``,
     ``Mode.TRAIN`` and ``'train'``), which JAX tells apart by type alone; ``convert`` is then
-    the callable that gives them one type (``int``, ``Mode``)."""
+    the callable that gives them one type (``int``, ``Mode``). ``function``: the value is a
+    function, shown by its name (``jax.nn.gelu``)."""
 
     number: int
     type: str = ""
     identity: bool = False
     equal_to: tuple[int, ...] = ()
     convert: str = ""
+    function: bool = False
 
 
 @dataclass(frozen=True, slots=True)

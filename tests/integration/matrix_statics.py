@@ -40,7 +40,7 @@ from matrix_containers import (
     state,
 )
 
-AUX = rx(r"^batch(\.<aux>)?$")  # a custom node's aux data: the node, or its aux marked
+AUX = "batch.aux"  # a custom node's aux data, named by the attribute that holds it (Pair.aux)
 
 
 # -- hashable static values: 1 -> 2, or one field of a static config ----------------------------

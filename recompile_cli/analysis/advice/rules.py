@@ -17,7 +17,6 @@ from recompile_cli.analysis.advice import padding, texts
 from recompile_cli.analysis.advice.groups import (
     Advice,
     Group,
-    callable_text,
     key_impl,
     number,
     numeric_dtype,
@@ -96,16 +95,14 @@ def _new_objects(g: Group) -> bool:
     """Objects (not functions: different functions are different programs) re-created for each
     call: texts that differ only by a memory address, or a type that compares by identity."""
     values = g.statics()
-    return not any(map(callable_text, values)) and (
+    return not any(g.functions()) and (
         recreated(values) or (_identity(g) and not _detail(g, PRINTS_SAME_UNEQUAL)))
 
 
 def _functions(g: Group) -> bool:
     """Function objects (or values holding one) re-created for each call: texts that differ
     only by memory addresses, or that print the same but compare unequal."""
-    values = g.statics()
-    return all(map(callable_text, values)) and (recreated(values)
-                                                or _detail(g, PRINTS_SAME_UNEQUAL))
+    return all(g.functions()) and (recreated(g.statics()) or _detail(g, PRINTS_SAME_UNEQUAL))
 
 
 def _numbers(g: Group) -> bool:

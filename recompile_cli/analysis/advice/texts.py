@@ -14,6 +14,7 @@ from recompile_cli.analysis.advice.groups import (
     KEY_WORDS,
     Advice,
     Group,
+    compared_by_text,
     key_impl,
     listed,
     number,
@@ -25,12 +26,8 @@ from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import FunctionKind, Leaf, StaticClass
 from recompile_cli.session.structures import (
-    Note,
-    node_map,
-    node_map_text,
     split_note,
     treedef_text,
-    with_note,
 )
 
 
@@ -257,7 +254,7 @@ def field_object(g: Group) -> Advice:
     name = top_name(g.argument or "")
     text, after = g.fix(predict.compiles_after(
         g.distinct, predict.structure_as(name, compared_by_text)))
-    functions = any("<function" in v or "functools.partial(" in v for v in g.values())
+    functions = any(g.functions())
     what = (f"`{g.argument}`, static data of `{name}`," if g.argument != name else
             f"the static data of `{name}` (a static field or aux data)")
     return Advice(
@@ -266,20 +263,6 @@ def field_object(g: Group) -> Advice:
         "epoch. Create it once, outside the loop, and reuse it" + (
             "" if functions else " (or give its class value equality, e.g. a frozen dataclass)")
         + f"{text}." + g.also(), after)
-
-
-def compared_by_text(structure: str) -> str:
-    """A stored structure whose static data compares by its text without memory addresses:
-    what it would be with one object kept, or value equality."""
-    nodes = node_map(structure)
-    if nodes is None:
-        return without_address(structure)
-    kept = []
-    for path, description in nodes.items():
-        text, note = split_note(description)
-        text = without_address(text)
-        kept.append((path, text if note is None else with_note(text, Note(note.kind))))
-    return node_map_text(kept, without_address(treedef_text(structure)))
 
 
 def library_mode(g: Group) -> Advice:

@@ -46,17 +46,19 @@ class Klass:
     """One equality class: its number, what is known of its first value, and how many earlier
     classes of its table print the same (``ordinal``: 0 for the first with this text)."""
 
-    __slots__ = ("convert", "equal_to", "hash", "identity", "number", "ordinal", "ref", "text",
-                 "type")
+    __slots__ = ("convert", "equal_to", "function", "hash", "identity", "number", "ordinal", "ref",
+                 "text", "type")
 
     def __init__(self, number: int, value: Any, value_hash: int | None, text: str,
-                 ordinal: int, equal_to: tuple[Klass, ...] = ()) -> None:
+                 ordinal: int, equal_to: tuple[Klass, ...] = (), function: bool = False
+                 ) -> None:
         self.number = number
         self.type: type = type(value)
         self.hash = value_hash
         self.text = text
         self.ordinal = ordinal
         self.identity = compares_by_identity(value)
+        self.function = function
         self.equal_to = tuple(k.number for k in equal_to)
         # the type seen first leads: ``equal_to`` comes most recent first
         self.convert = (conversion((*(k.type for k in equal_to[::-1]), self.type))
@@ -86,7 +88,7 @@ class Klass:
 
     def described(self) -> StaticClass:
         return StaticClass(self.number, type_name(self.type), self.identity, self.equal_to,
-                           self.convert)
+                           self.convert, self.function)
 
 
 class EqualityClasses:
@@ -97,9 +99,10 @@ class EqualityClasses:
         self._numbers = itertools.count()
         self._lock = threading.Lock()
 
-    def classify(self, table: Hashable, value: Any, text: str) -> Klass:
-        """The class of ``value`` (whose ``repr`` is ``text``) in ``table``: the most recent
-        matching one, or a new one."""
+    def classify(self, table: Hashable, value: Any, text: str, function: bool = False
+                 ) -> Klass:
+        """The class of ``value`` (whose ``repr`` is ``text``; ``function``: it is or holds a
+        function) in ``table``: the most recent matching one, or a new one."""
         value_hash = _hash(value)
         with self._lock:
             classes = self._tables.get(table)
@@ -114,7 +117,8 @@ class EqualityClasses:
         typed = tuple(k for k in earlier if k.equal_but_type(value, value_hash))
         with self._lock:
             ordinal = sum(1 for klass in classes if klass.text == text)
-            klass = Klass(next(self._numbers), value, value_hash, text, ordinal, typed)
+            klass = Klass(next(self._numbers), value, value_hash, text, ordinal, typed,
+                          function)
             classes.append(klass)
             if len(classes) > PER_TABLE:
                 del classes[0]

@@ -15,12 +15,14 @@ texts in place. Runs on cache misses only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from recompile_cli.capture.branches import mode_switch
+from recompile_cli.capture.function_names import function_name, named_functions
 from recompile_cli.capture.jax.equality import type_name
 from recompile_cli.session.structures import (
     ATTR,
@@ -38,16 +40,24 @@ FULL_LIMIT = 4000
 
 
 def full_repr(value: Any) -> str:
-    """``repr(value)``, whole up to ``FULL_LIMIT`` characters; longer ones keep a prefix and a
-    digest of the full text, so that two values compare equal exactly when their reprs do."""
+    """``value``'s text (``value_text``)."""
+    return value_text(value)[0]
+
+
+def value_text(value: Any) -> tuple[str, bool]:
+    """(``repr(value)``, whether ``value`` is or holds a function), a function shown by its
+    name (``function_names``): whole up to ``FULL_LIMIT`` characters; longer ones keep a
+    prefix and a digest of the full text, so that two values compare equal exactly when their
+    texts do."""
     try:
-        text = repr(value)
+        name = function_name(value, full_repr)
+        text, function = (name, True) if name is not None else named_functions(repr(value))
     except Exception:
-        text = f"<{type(value).__name__}>"
+        text, function = f"<{type(value).__name__}>", False
     if len(text) <= FULL_LIMIT:
-        return text
+        return text, function
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
-    return f"{text[:FULL_LIMIT // 2]}... [{len(text)} chars, sha256 {digest}]"
+    return f"{text[:FULL_LIMIT // 2]}... [{len(text)} chars, sha256 {digest}]", function
 
 
 # -- structures --------------------------------------------------------------------------
@@ -224,11 +234,37 @@ def _static_data(kind: Any, aux: Any, value: Any, path: str, names: list[str],
     """The lines of a custom node's aux data: one per named static field, else one for all."""
     if aux is None:
         return []
-    fields = _field_names(kind, aux, value, {n[1:] for n in names if n.startswith(".")})
+    data = {n[1:] for n in names if n.startswith(".")}
+    fields = _field_names(kind, aux, value, data)
     if fields is None:
+        attribute = _attribute_holding(value, aux, data)
+        if attribute is not None:  # the aux data is one attribute of the node: named by it
+            return [_static_line(f"{path}.{attribute}", aux, FIELD, classify, kind)]
         return [_static_line(f"{path}.{AUX}", aux, WHOLE_AUX, classify)]
     return [_static_line(f"{path}.{field}", item, WHOLE_AUX if field.startswith("<") else FIELD,
                          classify, kind) for field, item in zip(fields, aux, strict=True)]
+
+
+def _attribute_holding(value: Any, aux: Any, data: set[str]) -> str | None:
+    """The one attribute of a custom node (not a child) that holds its aux data itself, the
+    same object (``jax.tree_util.Partial``'s ``func``, a class whose flatten returns
+    ``self.act``); None where none does, or several do."""
+    if value is _UNKNOWN:
+        return None
+    names = [n for n in getattr(value, "__dict__", {}) if n not in data]
+    names += [n for klass in type(value).__mro__ for n in getattr(klass, "__slots__", ())
+              if isinstance(n, str) and n not in data]
+    if isinstance(value, functools.partial):
+        names.append("func")
+    found = {n for n in names if not n.startswith("__") and _held(value, n) is aux}
+    return found.pop() if len(found) == 1 else None
+
+
+def _held(value: Any, name: str) -> Any:
+    try:
+        return getattr(value, name)
+    except Exception:  # a slot never set, a property that raises
+        return _UNKNOWN
 
 
 def _field_names(kind: Any, aux: Any, value: Any, data: set[str]) -> list[str] | None:
@@ -260,15 +296,17 @@ def _static_line(path: str, item: Any, kind: str, classify: Classify | None,
                  holder: Any = None) -> tuple[str, str]:
     """The line of one static value at ``path``; ``holder``: the class whose attribute (the
     last part of ``path``) it is, if known, to tell a library's mode switch."""
-    text = _one_line(full_repr(item))
+    text, function = value_text(item)
+    text = _one_line(text)
     mode = (type(item) is bool and isinstance(holder, type)
             and mode_switch(holder, path.rpartition(".")[2]))
-    note = Note(kind, mode=mode)
+    note = Note(kind, mode=mode, function=function)
     if classify is not None:
         try:
             klass = classify(path, item, text)
             if klass.ordinal:
-                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity, mode)
+                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity, mode,
+                            function)
         except Exception:  # never raise into user code: the text alone tells values apart
             pass
     return path, with_note(text, note)

@@ -222,7 +222,8 @@ def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
     described by the user's paths). A container's text is a node map by paths (``cfg.steps``),
     equinox's static tuple one by the user's parameters (``model.act``, ``n``)."""
     name, defined_at = function
-    texts = {param: full_repr(value) for param, value in values.items()}
+    described = {param: pytrees.value_text(value) for param, value in values.items()}
+    texts = {param: text for param, (text, _) in described.items()}
     found: dict[str, StaticClass] = {}
     equinox = None
     if values and len(params) == 3:
@@ -231,7 +232,7 @@ def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
     for param, value in values.items():
         if classes is not None:
             found[param] = classes.classify(("static", name, defined_at, param), value,
-                                            texts[param]).described()
+                                            *described[param]).described()
         view = (equinox if equinox is not None and param == params[2] else
                 pytrees.static_view(value, param, _classifier(classes, name, defined_at, param)))
         if view is not None:
