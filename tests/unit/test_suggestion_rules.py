@@ -253,9 +253,40 @@ def test_last_partial_batch():
                    paths={"batch['x']": leaf("f32", n, 3), "batch['y']": leaf("i32", n)})
                for n in (32, 32, 32, 32, 32, 4)])
     assert (s.code, s.predicted_compiles) == ("shape", 1)
+    # calls not counted: each epoch's last batch and the run's look the same
     assert s.message == (
-        "the last batch is smaller: `batch['x']` dim 0 is 32, then 4 once at the end. Pad the "
-        "last batch to 32 (and mask it) or drop it (drop_last): 2 compiles -> 1.")
+        "the last batch is smaller: `batch['x']` dim 0 is 32, then 4 in a later call (the last "
+        "batch of each epoch or of the run: `--count-calls` tells which). Pad the last batch "
+        "to 32 (and mask it) or drop it (drop_last): 2 compiles -> 1.")
+
+
+def test_a_last_batch_of_each_epoch_says_how_often():
+    # 3 epochs of 4 counted calls: 32, 32, 32, 4 each; the later ones hit the cache
+    s = only(*counted(sig(x=leaf("f32", 32, 3)), sig(x=leaf("f32", 4, 3)), at=[0, 3]),
+             calls={KEY: 12})
+    assert s.message.startswith(
+        "the last batch is smaller: `x` dim 0 is 32, then 4 every 4th call (the last batch of "
+        "each of 3 epochs of 4 calls). Pad the last batch to 32")
+
+
+@pytest.mark.parametrize(("at", "calls"), [([0, 3], 10), ([0, 1], 2)],
+                         ids=["not at an epoch's end", "after one call"])
+def test_a_smaller_batch_that_ends_nothing_is_no_last_batch(at, calls):
+    s = only(*counted(sig(x=leaf("f32", 32, 3)), sig(x=leaf("f32", 4, 3)), at=at),
+             calls={KEY: calls})
+    assert s.message.startswith("`x` dim 0 took the values 32, 4: pad to 32 (and mask)")
+    assert "last batch" not in s.message and "drop_last" not in s.message
+
+
+def test_a_shorter_sequence_is_no_last_batch_but_a_length_to_bucket():
+    # dim 1, a sequence length that shrinks at step 2 and stays: never "drop the last batch"
+    s = only(*counted(*[sig(x=leaf("f32", 8, n)) for n in (104, 103)], at=[0, 1]),
+             calls={KEY: 2})
+    assert s.message == (
+        "`x` dim 1 (not the leading, batch dimension) took the values 104, 103: a length that "
+        "varies between calls. Pad it to 104, or to a few bucket sizes if more lengths come "
+        "(e.g. multiples of 16), and mask the padding: 2 compiles -> 1 (pads 0.5% more "
+        "elements over the 2 calls).")
 
 
 def test_a_change_of_rank_is_never_advised_padding():
