@@ -260,20 +260,26 @@ def test_last_partial_batch():
         "to 32 (and mask it) or drop it (drop_last): 2 compiles -> 1.")
 
 
+def batches(*sizes: int, at: list[int], calls: int) -> Suggestion:
+    """The advice for counted calls of ``f`` with batches ``x`` of ``sizes`` traced ``at``."""
+    return only(*counted(*[sig(x=leaf("f32", n, 3)) for n in sizes], at=at),
+                calls={KEY: calls})
+
+
 def test_a_last_batch_of_each_epoch_says_how_often():
     # 3 epochs of 4 counted calls: 32, 32, 32, 4 each; the later ones hit the cache
-    s = only(*counted(sig(x=leaf("f32", 32, 3)), sig(x=leaf("f32", 4, 3)), at=[0, 3]),
-             calls={KEY: 12})
+    s = batches(32, 4, at=[0, 3], calls=12)
     assert s.message.startswith(
         "the last batch is smaller: `x` dim 0 is 32, then 4 every 4th call (the last batch of "
         "each of 3 epochs of 4 calls). Pad the last batch to 32")
+    # 9 calls of 32 and 3 of 4: padding adds 3 * 28 rows to 9 * 32 + 3 * 4
+    assert s.message.endswith("(padding computes 28% more elements over the 12 calls).")
 
 
 @pytest.mark.parametrize(("at", "calls"), [([0, 3], 10), ([0, 1], 2)],
                          ids=["not at an epoch's end", "after one call"])
 def test_a_smaller_batch_that_ends_nothing_is_no_last_batch(at, calls):
-    s = only(*counted(sig(x=leaf("f32", 32, 3)), sig(x=leaf("f32", 4, 3)), at=at),
-             calls={KEY: calls})
+    s = batches(32, 4, at=at, calls=calls)
     assert s.message.startswith("`x` dim 0 took the values 32, 4: pad to 32 (and mask)")
     assert "last batch" not in s.message and "drop_last" not in s.message
 

@@ -176,6 +176,11 @@ def pad_dimension(g: Group) -> Advice | None:
         at, sites = _history(g, path, dim, small, full)
         how_often = (_last_batch(g, sizes, small, full, at, sites) if dim == 0 else None)
         if how_often is not None:
+            if counts.counted and at is not None and g.compiles == 2 and g.calls:
+                # the smaller batch every (at + 1)th call, as said: the calls of each size
+                small_calls = g.calls // (at + 1)
+                full_cost = cost(g, axis, to_full, CallCounts(
+                    [g.calls - small_calls, small_calls], [], True, g.calls))
             weighed = f" (padding computes {full_cost.text()})" if counts.counted else ""
             return Advice(
                 f"the last batch is smaller: {where} is {full}, then {small} {how_often}. Pad "
