@@ -155,6 +155,7 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
             if not keep_going:
                 break
         except BaseException as exc:
+            recorder.refused_call(exc, call, args, kwargs)
             recorder.fail(exception_summary(case.label, exc), exc)
             if not keep_going:
                 break
@@ -210,7 +211,7 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
     label = f"{path} {' '.join(script_args)}".strip()
     with _script_globals(script, script_args), _recording(label, options) as recorder:
         counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
-                              recorder.calls)
+                              recorder.calls, recorder.refused_call)
         try:
             with counter if options.count_calls else contextlib.nullcontext():
                 if options.after_warmup is None:

@@ -166,7 +166,8 @@ def event_rows(report: Report, show_all: bool, limit: int | None = None) -> Tabl
         before, after = escape.text(cause.before), escape.text(cause.after)
         change = f"{before} -> {after}" if before or after else ""
         what = "trace+compile" if event.traced and event.compiled else (
-            "trace" if event.traced else "compile")
+            "trace" if event.traced else "refused" if event.error and event.error.refused
+            else "compile")
         if event.persistent_cache:
             reason = event.cache_key.reason if event.cache_key is not None else None
             what += f" ({escape.text(event.persistent_cache).replace('_', ' ')}" + (

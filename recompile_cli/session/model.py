@@ -215,11 +215,18 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class TraceError:
-    """An exception raised while tracing (e.g. ``TracerBoolConversionError``)."""
+    """An exception raised while tracing (e.g. ``TracerBoolConversionError``), or, when
+    ``refused``, a call that JAX refused before any trace: a static argument it cannot hash,
+    or whose ``__hash__`` or ``__eq__`` raised (``argument``: that static argument, or the
+    part of it, where the call shows it; ``value_type`` and ``value``: that part's type and
+    text, where known)."""
 
     type: str
     message: str
     argument: str | None = None
+    refused: bool = False
+    value_type: str | None = None
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
