@@ -172,9 +172,10 @@ def _why(exc: BaseException, frame: types.FrameType | None) -> str | None:
     """JAX's message of a refusal, or for what a static value's own ``__hash__`` or
     ``__eq__`` raised (the frame right after the call's, in the traceback), one that names
     its type as JAX's do; None for any other exception."""
-    text = str(exc)
-    if isinstance(exc, ValueError) and text.startswith((_UNHASHABLE, _UNEQUAL, _METADATA)):
-        return text
+    if isinstance(exc, ValueError):  # JAX's own refusals
+        text = str(exc)
+        if text.startswith((_UNHASHABLE, _UNEQUAL, _METADATA)):
+            return text
     tb = exc.__traceback__  # the call's frame (or a counted call's wrapper), then the method's
     while tb is not None and tb.tb_next is not None and not (
             tb.tb_next.tb_frame.f_code.co_name in ("__hash__", "__eq__")
@@ -188,7 +189,7 @@ def _why(exc: BaseException, frame: types.FrameType | None) -> str | None:
         if inner.tb_frame.f_code.co_argcount else _MISSING
     kind = type(owner)
     return (f"{type(exc).__name__} raised by {kind.__qualname__}.{method} of a static argument "
-            f"(<class '{kind.__module__}.{kind.__qualname__}'>): {text}")
+            f"(<class '{kind.__module__}.{kind.__qualname__}'>): {exc}")
 
 
 def _call_at(code: types.CodeType, offset: int) -> ast.Call | None:
