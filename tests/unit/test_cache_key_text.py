@@ -182,3 +182,19 @@ def test_merge_explains_each_process_against_the_first():
     data = json.loads(merged_text('{"functions": []}', session, "json"))
     [changed] = data["persistent_cache"]["1"]["changed"]
     assert changed["changes"][0]["part"] == "constants"
+
+
+def test_explain_names_a_constant_whose_shape_or_dtype_changed_at_its_user_line():
+    """A baked-in table that grew (or changed dtype) is named by its abstract types and the
+    user line that reads it, not as "constant -> constant" at the first operation's line."""
+    grown = program().replace("dense<1.000000e-01> : tensor<f32>",
+                              "dense<[1.0, 2.0]> : tensor<2xf32>")
+    retyped = program().replace("dense<1.000000e-01> : tensor<f32>", "dense<1> : tensor<i32>")
+    for changed, what, after in ((grown, "shape", "f32[2]"), (retyped, "dtype", "i32[]")):
+        [change] = explain(info(program()), info(changed))
+        assert change.part == KeyPart.COMPUTATION
+        assert change.summary == (f"the program differs: a baked-in constant 1 changed {what} "
+                                  f"(f32[] -> {after}) at /work/a/train.py:29")
+        [detail] = change.details
+        assert (detail.what, detail.before, detail.after, detail.site) == (
+            "constant 1", "f32[]", after, "/work/a/train.py:29")
