@@ -163,6 +163,11 @@ def test_report_shows_hits_misses_and_time_saved(runs):
                           timeout=120)
     totals = json.loads(proc.stdout)["totals"]
     assert (totals["persistent_cache_hits"], totals["persistent_cache_misses_written"]) == (4, 1)
+    proc = subprocess.run([sys.executable, "-m", "recompile_cli", "report", str(runs["lr2"])],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    text = " ".join(proc.stdout.split())
+    assert ("missed: train_step; to see why, save this run and an earlier one (--save) and "
+            "compare them: recompile-cli diff EARLIER.json THIS.json") in text
 
 
 def test_public_only_mode_says_the_explanation_needs_jax_0_9(tmp_path):

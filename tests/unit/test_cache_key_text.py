@@ -9,7 +9,12 @@ from dataclasses import replace
 from recompile_cli.analysis.cache_keys import CONSTANTS_FIX, KeyPart, compare, explain
 from recompile_cli.analysis.cache_outcomes import outcomes
 from recompile_cli.capture.cache_key_text import normalise, strip_locations
-from recompile_cli.render.cache_keys import comparison_lines, merged_text, outcome_line
+from recompile_cli.render.cache_keys import (
+    comparison_lines,
+    merged_text,
+    missed_line,
+    outcome_line,
+)
 from recompile_cli.session.cache_key import CacheKeyInfo, CacheMissReason, pairs
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -167,6 +172,20 @@ def test_outcomes_count_reasons_and_exact_savings():
                       event(2, key, CacheOutcome.MISS_WRITTEN)])
     assert outcome_line(found) == ("1 hit (0.250 s saved), 1 miss written, 1 miss not written "
                                    "(under_min_compile_time 1)")
+
+
+def test_the_outcomes_name_the_users_functions_that_missed_and_how_to_see_why():
+    key = info(program())
+    found = outcomes([event(0, key, CacheOutcome.HIT, "hit"),
+                      event(1, key, CacheOutcome.MISS_WRITTEN, "train_step"),
+                      event(2, key, CacheOutcome.MISS_NOT_WRITTEN, "eval_step"),
+                      event(3, key, CacheOutcome.MISS_WRITTEN, "train_step"),
+                      replace(event(4, key, CacheOutcome.MISS_WRITTEN, "sin"), owner=Owner.JAX)])
+    assert found.missed == ("train_step", "eval_step")
+    assert missed_line(found) == (
+        "missed: train_step, eval_step; to see why, save this run and an earlier one (--save) "
+        "and compare them: recompile-cli diff EARLIER.json THIS.json")
+    assert missed_line(outcomes([event(0, key, CacheOutcome.HIT)])) is None
 
 
 def test_merge_explains_each_process_against_the_first():
