@@ -203,7 +203,8 @@ def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
 def _owner_totals(found: Tally) -> OwnerTotals:
     return OwnerTotals(functions=len(found.functions), traces=found.traces,
                        compiles=found.compiles, first_compiles=found.first_compiles,
-                       recompiles=found.recompile_count, errors=found.error_count,
+                       recompiles=found.recompile_count,
+                       errors=found.error_count + sum(found.refused.values()),  # all that raised
                        compile_seconds=_seconds(found.compile_seconds))
 
 
