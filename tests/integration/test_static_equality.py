@@ -553,3 +553,39 @@ def test_two_runs_report_function_values_the_same(cli, program, tmp_path):
         texts.append([(row["argument"], row["values"]) for row in report["cause_table"]])
     assert texts[0] == texts[1]
     assert texts[0] == [("act", "jax.nn.gelu -> jax.nn.leaky_relu -> <lambda> (acts.py:9)")]
+
+
+def test_types_functions_and_mode_switches_reach_report_through_the_events_log(
+        cli, program, tmp_path):
+    """What the recording keeps of statics (classes equal but of another type, the conversion,
+    function values, a library's mode switch) is in the events log: ``report`` of the log
+    explains and advises exactly as the run did."""
+    script = program("log", """
+        import functools
+        import equinox as eqx, jax, jax.numpy as jnp, numpy as np
+
+        @functools.partial(jax.jit, static_argnames=("n", "act"))
+        def step(x, n, act):
+            return act(x) * n
+
+        @eqx.filter_jit
+        def drop(layer, x, key):
+            return layer(x, key=key)
+
+        step(jnp.ones(3), n=2, act=jax.nn.gelu)
+        step(jnp.ones(3), n=np.int64(2), act=jax.nn.gelu)
+        step(jnp.ones(3), n=2, act=jax.nn.leaky_relu)
+        layer, key = eqx.nn.Dropout(0.5), jax.random.key(0)
+        drop(layer, jnp.ones(3), key)
+        drop(eqx.nn.inference_mode(layer), jnp.ones(3), key)
+    """)
+    log = tmp_path / "events.jsonl"
+    result, ran = cli.json("run", "--events-log", str(log), script, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    again, replayed = cli.json("report", log, tmp_path=tmp_path)
+    assert again.exit_code == 0, again.output
+    for key in ("cause_table", "suggestions"):
+        assert replayed[key] == ran[key], key
+    said = " ".join(s["message"] for s in ran["suggestions"])
+    assert "e.g. `int(n)`" in said and "is the mode switch of `Dropout`" in said
+    assert any(row["values"] == "jax.nn.gelu -> jax.nn.leaky_relu" for row in ran["cause_table"])
