@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from recompile_cli.analysis.compare import baseline_key
 from recompile_cli.session.cache_key import CacheKeyInfo
+from recompile_cli.session.locations import relative
 from recompile_cli.session.model import CacheOutcome, Event, HookMode, Owner, Session
 
 CONSTANTS_FIX = ("a hyperparameter baked into the program: pass it as an argument and one cache "
@@ -139,8 +140,34 @@ def _computation_change(old: CacheKeyInfo, new: CacheKeyInfo) -> KeyChange:
                              "@clip_0 -> @clip_1): the programs are otherwise identical")
         return KeyChange(KeyPart.METADATA, "only location metadata differs (e.g. another "
                          "checkout folder): the programs are otherwise identical")
+    retyped = _retyped_constants(old, new)
+    if retyped:
+        first = retyped[0]
+        at = f" at {relative(first.site)}" if first.site else ""
+        more = f" (and {len(retyped) - 1} more)" if len(retyped) > 1 else ""
+        return KeyChange(KeyPart.COMPUTATION, f"the program differs: a baked-in {first.what} "
+                         f"changed {_type_change(first)} ({first.before} -> {first.after})"
+                         f"{at}{more}", tuple(retyped))
     return KeyChange(KeyPart.COMPUTATION, "the program differs: " + _first_op(old, new),
                      tuple(_first_op_details(old, new)))
+
+
+def _retyped_constants(old: CacheKeyInfo, new: CacheKeyInfo) -> list[KeyDetail]:
+    """The constants baked into both programs whose shape or dtype changed (a global table
+    that grew), each with the user line that reads it."""
+    return [KeyDetail(f"constant {index + 1}", a.type, b.type, b.site or a.site)
+            for index, (a, b) in enumerate(zip(old.constants, new.constants, strict=False))
+            if a.type != b.type]
+
+
+def _type_change(detail: KeyDetail) -> str:
+    """``shape``, ``dtype`` or ``shape and dtype``: what differs between two abstract types
+    (``i32[17,4]`` -> ``i32[17,8]``)."""
+    (old_dtype, _, old_shape), (new_dtype, _, new_shape) = (
+        (text or "").partition("[") for text in (detail.before, detail.after))
+    changed = [name for name, a, b in (("shape", old_shape, new_shape),
+                                       ("dtype", old_dtype, new_dtype)) if a != b]
+    return " and ".join(changed) or "type"
 
 
 def _first_op(old: CacheKeyInfo, new: CacheKeyInfo) -> str:

@@ -61,6 +61,9 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
         index = seen.get(key)
         if index is None:
             index = seen[key] = SignatureIndex(base_context)
+        if event.error is not None and event.error.refused:  # JAX refused the call: no trace
+            out[event.seq] = (_refusal(event),)
+            continue
         reused = None  # the earlier trace, not compiled then, that this compile uses
         if not event.traced and event.lowering_changes is None and event.signature:
             reused = _earlier_trace(event, traces.get(key, []))
@@ -99,6 +102,17 @@ def explain_events(events: Iterable[Event], base_context: dict[str, str]
             else:
                 traces[key] = [event]
     return out
+
+
+def _refusal(event: Event) -> Cause:
+    """A call JAX refused: its static argument (or the part of it) it could not hash or
+    compare."""
+    error = event.error
+    assert error is not None
+    what = f"static argument {error.argument}" if error.argument else "a static argument"
+    return Cause(CauseCode.STATIC_VALUE, argument=error.argument,
+                 detail=f"JAX refused the call: {what} could not be hashed or compared "
+                        f"({error.type}: {error.message})")
 
 
 def _earlier_trace(event: Event, traces: list[Event]) -> Event | None:

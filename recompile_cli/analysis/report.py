@@ -203,7 +203,8 @@ def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
 def _owner_totals(found: Tally) -> OwnerTotals:
     return OwnerTotals(functions=len(found.functions), traces=found.traces,
                        compiles=found.compiles, first_compiles=found.first_compiles,
-                       recompiles=found.recompile_count, errors=found.error_count,
+                       recompiles=found.recompile_count,
+                       errors=found.error_count + sum(found.refused.values()),  # all that raised
                        compile_seconds=_seconds(found.compile_seconds))
 
 
@@ -346,6 +347,7 @@ class Tally:
     recompiles: Counter[CauseCode] = field(default_factory=Counter)  # by primary cause
     retraces: Counter[CauseCode] = field(default_factory=Counter)  # executable reused
     errors: Counter[str] = field(default_factory=Counter)  # by exception type
+    refused: Counter[str] = field(default_factory=Counter)  # calls JAX refused, by argument
     compile_seconds: list[float] = field(default_factory=list)
     functions: set[tuple[str, str | None]] = field(default_factory=set)  # that compiled
 
@@ -353,7 +355,10 @@ class Tally:
         """Count one event, explained by its primary ``cause``."""
         self.traces += event.traced
         self.compile_seconds.append(event.compile_seconds)
-        if event.error is not None:
+        if event.error is not None and event.error.refused:
+            argument = event.error.argument
+            self.refused[f"static `{argument}`" if argument else "static data"] += 1
+        elif event.error is not None:
             self.errors[event.error.type] += 1
         elif event.compiled:
             self.compiles += 1

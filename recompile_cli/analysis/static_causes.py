@@ -36,8 +36,8 @@ from recompile_cli.session.structures import (
     treedef_text,
 )
 
-__all__ = ["AUX_DATA", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL", "STATIC_FIELD",
-           "static_cause", "structure_causes", "unequal_text"]
+__all__ = ["AUX_DATA", "EQUAL_OTHER_TYPE", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL",
+           "STATIC_FIELD", "static_cause", "structure_causes", "unequal_text"]
 
 _ABSENT = "(absent)"
 # descriptions of a node map part that are shapes, not values: added or removed, a leaf, a
@@ -50,6 +50,8 @@ PRINTS_SAME_UNEQUAL = "prints the same but compares unequal"
 NEW_OBJECT_SAME_TEXT = "a new object that " + PRINTS_SAME_UNEQUAL
 STATIC_FIELD = "static field"
 AUX_DATA = "aux data"
+# a static value equal to the earlier one (``==``, same hash) but of another type
+EQUAL_OTHER_TYPE = "an equal value of another type"
 
 
 # -- static arguments ----------------------------------------------------------------------------
@@ -60,7 +62,7 @@ def static_cause(name: str, new: Signature, old: Signature) -> Cause:
     and not every value in it is new, else the whole."""
     before_text, after_text = old.static[name], new.static[name]
     diffs = structure_diff(before_text, after_text)
-    if diffs and not _all_new(name, diffs, before_text):
+    if diffs and not _all_new(name, diffs, before_text) and not _other_type(name, new, old):
         return _static_part_cause(name, diffs, new, old)
     before, after = shown_pair(treedef_text(before_text), treedef_text(after_text))
     return Cause(CauseCode.STATIC_VALUE, argument=name, before=before, after=after,
@@ -83,6 +85,9 @@ def _static_detail(name: str, new: Signature, old: Signature) -> str:
     before, after = treedef_text(old.static[name]), treedef_text(new.static[name])
     now, was = new.static_classes.get(name), old.static_classes.get(name)
     if now is not None and was is not None:
+        if _other_type(name, new, old):
+            return (f"static argument {name}: {EQUAL_OTHER_TYPE} ({was.type} -> {now.type}): "
+                    "JAX keys a static argument on its type as well as its value")
         if before == after:
             return f"static argument {name}: " + unequal_text(was, now)
         if now.identity and now.type == was.type:
@@ -91,6 +96,13 @@ def _static_detail(name: str, new: Signature, old: Signature) -> str:
     field = changed_field(before, after)
     return f"static argument {name} has a new value" + (
         f" (field `{field}` changed)" if field else "")
+
+
+def _other_type(name: str, new: Signature, old: Signature) -> bool:
+    """The static value is equal to the earlier one (``==``, same hash) but of another type."""
+    now, was = new.static_classes.get(name), old.static_classes.get(name)
+    return (now is not None and was is not None
+            and (was.number in now.equal_to or now.number in was.equal_to))
 
 
 def unequal_text(was: StaticClass, now: StaticClass) -> str:

@@ -16,20 +16,26 @@ from typing import Any
 from recompile_cli.capture.stack import function_key_of
 
 OnCall = Callable[[str | None, int | None], None]
+# (the exception a counted call raised, the jitted function, its arguments): a call JAX
+# refused is recorded from it (``capture.jax.refusals``), whether or not the program catches it
+OnRaise = Callable[[BaseException, Any, list[Any], dict[str, Any]], None]
 
 
 class CallCounter:
     """``with CallCounter(on_call, counts): ...``; ``counts`` maps function keys to calls.
 
     ``on_call(key, index)`` is called when an outermost counted call starts (with the 0-based
-    call number of that function) and ``on_call(None, None)`` when it ends. On exit ``jax.jit``
+    call number of that function) and ``on_call(None, None)`` when it ends; ``on_raise``
+    with what a counted call raised. On exit ``jax.jit``
     is exactly the function it was before (unless someone replaced it meanwhile); wrappers made
     while active keep working afterwards, without counting.
     """
 
-    def __init__(self, on_call: OnCall, counts: dict[str, int] | None = None) -> None:
+    def __init__(self, on_call: OnCall, counts: dict[str, int] | None = None,
+                 on_raise: OnRaise | None = None) -> None:
         self.counts: dict[str, int] = {} if counts is None else counts
         self._on_call = on_call
+        self.on_raise = on_raise
         self._local = threading.local()
         self._original: Any = None
         self._active = False
@@ -82,6 +88,11 @@ class _Counted:
         outermost = self._counter._enter(self._key)
         try:
             return self._jitted(*args, **kwargs)
+        except BaseException as exc:
+            on_raise = self._counter.on_raise
+            if on_raise is not None and self._counter._active:
+                on_raise(exc, self._jitted, list(args), kwargs)
+            raise
         finally:
             if outermost:
                 self._counter._exit()

@@ -20,10 +20,10 @@ from typing import Any
 
 import msgspec
 
-from recompile_cli.capture import forks, origins, process, stack
+from recompile_cli.capture import forks, origins, process, raised, stack
 from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
-from recompile_cli.capture.jax import hooks, listeners
+from recompile_cli.capture.jax import hooks, listeners, refusals
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.stack import exception_summary
 from recompile_cli.capture.stale import Watch
@@ -105,6 +105,8 @@ class Recorder:
         self._paused = False
         self._stale = Watch()
         self._warmup: Warmup | None = None
+        self._raises = raised.Watch(self.refused)  # calls JAX refused, caught or not (3.12+)
+        self._refusals: dict[int, BaseException] = {}  # the exceptions recorded as refusals
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -118,6 +120,7 @@ class Recorder:
                     self._on_cost if self._enrich.compile_cost else None)
                 self._hooks.install()
                 self._base_context = hooks.trace_context()
+                self._raises.start()
             else:
                 self._warnings.append(f"JAX's tracing internals are unavailable ({reason}): "
                                       "counting compiles and times from the public "
@@ -152,6 +155,8 @@ class Recorder:
         and, for the first failure, the user's traceback of ``exc``."""
         if exc is not None and self.failure_traceback is None:
             self.failure_traceback = stack.user_traceback(exc)
+        if exc is not None:
+            self._refusal_in(exc)
         self._failures.append(message)
 
     @property
@@ -167,6 +172,7 @@ class Recorder:
     def stop(self) -> Session:
         """Stop listening, restore JAX, and return the frozen ``Session`` (also ``.session``)."""
         self._wall = time.perf_counter() - self._t0
+        self._raises.stop()
         self.set_call(None, None)
         if not listeners.unregister_listener("event_duration", self._on_duration):  # never raises
             self._warnings.append(_LISTENERS_GONE)
@@ -218,6 +224,7 @@ class Recorder:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: object) -> None:
         if exc is not None:
+            self._refusal_in(exc)
             self.fail(exception_summary("the recorded block", exc))
         self.stop()
 
@@ -253,6 +260,44 @@ class Recorder:
     @property
     def warmup(self) -> Warmup | None:
         return self._warmup
+
+    def refused(self, exc: BaseException, frame: Any, offset: int) -> None:
+        """Record the call JAX refused, if ``exc`` raised at instruction ``offset`` of the user
+        frame ``frame`` is one (``capture.jax.refusals``), once per exception. Never raises."""
+        try:
+            if self._hooks is not None and not self._paused and id(exc) not in self._refusals:
+                self._refused(refusals.refusal(exc, frame, offset), exc)
+        except Exception as error:
+            self._on_internal_error(error)
+
+    def refused_call(self, exc: BaseException, callee: Any, args: list[Any],
+                     kwargs: dict[str, Any]) -> None:
+        """Record the call ``callee(*args, **kwargs)`` (a spec's, or a counted one) that JAX
+        refused, if ``exc`` is such a refusal. Never raises."""
+        try:
+            if self._hooks is not None and not self._paused and id(exc) not in self._refusals:
+                site = self._call_label or stack.user_call_site(skip=2) or "?"
+                self._refused(refusals.refusal_of_call(exc, callee, args, kwargs, site), exc)
+        except Exception as error:
+            self._on_internal_error(error)
+
+    def _refusal_in(self, exc: BaseException) -> None:
+        """Record the refused call that the target's exception ``exc`` is, if it is one."""
+        try:
+            if self._hooks is not None and id(exc) not in self._refusals:
+                self._refused(refusals.refusal_in(exc), exc)
+        except Exception as error:
+            self._on_internal_error(error)
+
+    def _refused(self, found: refusals.Refusal | None, exc: BaseException) -> None:
+        if found is None:
+            return
+        if len(self._refusals) >= 1024:  # held, so that no other exception takes its id
+            self._refusals.clear()
+        self._refusals[id(exc)] = exc
+        draft = self._new(found.name, found.defined_at, depth=0, seconds=0.0)
+        draft.set(call_site=found.call_site, error=found.error)
+        self._emit(draft)
 
     # -- callbacks (miss path only; none may raise) ----------------------------------------------
     def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
@@ -332,7 +377,7 @@ class Recorder:
         if info.error is not None:
             draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
-            self._stale.add(info.name, info.defined_at, info.fun)
+            self._stale.add(info.name, info.defined_at, info.fun, info.host_code)
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
             self._local.traced_fun = (info.jaxpr_id, info.fun)  # for naming its constants

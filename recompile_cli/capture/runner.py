@@ -123,9 +123,10 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
               resolve: Callable[[str], Callable[..., Any]]) -> None:
     """Make every call of ``spec`` to ``function`` (jitted unless ``no_jit``) under the
     recorder; a call's failure is recorded, and stops the calls unless ``keep_going``."""
-    from recompile_cli.inputs.materialize import materialize
+    from recompile_cli.inputs.materialize import Made, materialize
 
     invoke = options.invoke or _run_call
+    made = Made()  # what the spec's factories (``call:``) made, one per spec entry
     key = stack.function_key_of(function)
     total = recorder.calls_planned = len(spec.cases)
     recorder.calls[key] = 0
@@ -135,8 +136,9 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
         recorder.set_call(None, None)
         with recorder.paused():  # building arguments is not part of the profile
             try:
-                args = [materialize(v, resolve, options.spec_array) for v in case.args]
-                kwargs = {k: materialize(v, resolve, options.spec_array)
+                args = [materialize(v, resolve, options.spec_array, made, (case.site, i))
+                        for i, v in enumerate(case.args)]
+                kwargs = {k: materialize(v, resolve, options.spec_array, made, (case.site, k))
                           for k, v in case.kwargs.items()}
             except exits.INTERRUPTIONS:
                 raise
@@ -155,6 +157,7 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
             if not keep_going:
                 break
         except BaseException as exc:
+            recorder.refused_call(exc, call, args, kwargs)
             recorder.fail(exception_summary(case.label, exc), exc)
             if not keep_going:
                 break
@@ -210,7 +213,7 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
     label = f"{path} {' '.join(script_args)}".strip()
     with _script_globals(script, script_args), _recording(label, options) as recorder:
         counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
-                              recorder.calls)
+                              recorder.calls, recorder.refused_call)
         try:
             with counter if options.count_calls else contextlib.nullcontext():
                 if options.after_warmup is None:

@@ -9,6 +9,9 @@ snapshots of one recording and lists its ``StaleCapture`` entries.
 Which names count is read from the bytecode (``loaded_names``): only the global loads and the
 closure-cell loads of the function and of the functions, lambdas, classes and comprehensions
 defined inside it. Attribute, method and import names (``batch.tokens``) are never globals.
+Code the program calls back on the host (``jax.debug.callback``, ``jax.pure_callback``,
+``io_callback``: ``capture.jax.callbacks``) runs at every call and reads its values afresh:
+what only it reads is never stale.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from recompile_cli.capture.stack import python_function
 from recompile_cli.session.model import CaptureScope, StaleCapture
 
+HostCode = Callable[[], frozenset[types.CodeType]]  # the code a trace calls back on the host
 _SMALL_ARRAY = 64  # elements: larger arrays are not compared
 _MISSING = object()
 # Opcodes that read a global (LOAD_NAME: class bodies; LOAD_FROM_DICT_OR_GLOBALS: 3.12+
@@ -43,13 +47,20 @@ class Snapshot:
     cells: dict[str, tuple[Any, tuple[Any, str]]]  # name -> (cell, (fingerprint, repr))
 
     @classmethod
-    def take(cls, fun: Any) -> Snapshot | None:
+    def take(cls, fun: Any, host_code: HostCode = frozenset) -> Snapshot | None:
+        """What ``fun``'s traced code reads, or None when it reads nothing simple;
+        ``host_code()`` gives the code it calls back on the host (asked only when some name
+        counts), whose reads are left out."""
         fn: Any = python_function(fun)  # any object with a __code__ (a function, normally)
         code = getattr(fn, "__code__", None)
         if code is None:
             return None
         globals_dict = getattr(fn, "__globals__", None)
         global_names, cell_names = loaded_names(code)
+        if global_names or cell_names:
+            host = host_code()
+            if host:
+                global_names, cell_names = loaded_names(code, host)
         global_values = {}
         if globals_dict is not None:
             for name in global_names:
@@ -96,9 +107,11 @@ class Watch:
     def __init__(self) -> None:
         self._snapshots: list[tuple[str, str | None, Snapshot]] = []
 
-    def add(self, name: str, defined_at: str | None, fun: Any) -> None:
-        """Snapshot what the traced function ``fun`` reads (when it reads anything simple)."""
-        snapshot = Snapshot.take(fun)
+    def add(self, name: str, defined_at: str | None, fun: Any,
+            host_code: HostCode = frozenset) -> None:
+        """Snapshot what the traced function ``fun`` reads (when it reads anything simple),
+        but for the code it calls back on the host (``host_code()``)."""
+        snapshot = Snapshot.take(fun, host_code)
         if snapshot is not None:
             self._snapshots.append((name, defined_at, snapshot))
 
@@ -116,8 +129,10 @@ class Watch:
 
 
 @functools.lru_cache(maxsize=1024)
-def loaded_names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
-    """(globals, closure variables) that ``code`` and the code nested in it load.
+def loaded_names(code: types.CodeType, skip: frozenset[types.CodeType] = frozenset()
+                 ) -> tuple[frozenset[str], frozenset[str]]:
+    """(globals, closure variables) that ``code`` and the code nested in it load, but for the
+    nested code in ``skip`` (and the code nested in that).
 
     A closure variable is one of ``code.co_freevars``: loaded by ``code`` itself or by a nested
     function whose free variable is bound to it (not to a cell of an enclosing nested function
@@ -126,14 +141,14 @@ def loaded_names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
     global_names: set[str] = set()
     cell_names: set[str] = set()
     try:
-        _collect(code, frozenset(code.co_freevars), global_names, cell_names)
+        _collect(code, frozenset(code.co_freevars), global_names, cell_names, skip)
     except Exception:  # bytecode this Python's dis cannot read: claim nothing
         return frozenset(), frozenset()
     return frozenset(global_names), frozenset(cell_names)
 
 
 def _collect(code: types.CodeType, outer: frozenset[str], global_names: set[str],
-             cell_names: set[str]) -> None:
+             cell_names: set[str], skip: frozenset[types.CodeType]) -> None:
     """Add the global loads of ``code`` and its loads of the cells named in ``outer``."""
     instructions = list(dis.get_instructions(code))
     own = {i.argval for i in instructions if i.opname == "STORE_NAME"}  # a class body's names
@@ -147,8 +162,9 @@ def _collect(code: types.CodeType, outer: frozenset[str], global_names: set[str]
             cell_names.add(name)
     passed_on = outer - frozenset(code.co_cellvars)  # a cell of this code hides the outer one
     for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _collect(const, passed_on & frozenset(const.co_freevars), global_names, cell_names)
+        if isinstance(const, types.CodeType) and const not in skip:
+            _collect(const, passed_on & frozenset(const.co_freevars), global_names, cell_names,
+                     skip)
 
 
 def _fingerprint(value: Any) -> tuple[Any, str] | None:

@@ -130,7 +130,7 @@ class Guard:
             from recompile_cli.capture.counting import CallCounter
 
             self._counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
-                                        recorder.calls)
+                                        recorder.calls, recorder.refused_call)
             self._counter.__enter__()
         return self
 

@@ -2,23 +2,43 @@
 
 The only module of ``inputs`` that imports JAX (and numpy), inside its functions: arrays are
 built directly in their dtype from the spec's fill and seed, scalars as JAX scalars, and
-``call:`` values by calling the user's function that ``resolve`` returns.
+``call:`` values by calling the user's function that ``resolve`` returns, once per spec entry
+and place in its arguments (``Made``): a model made by a factory is the same object in every
+call, repeat and sweep value of the entry that passes the factory the same arguments, as a
+program's model is, so that JAX compares its identity-compared parts (a static ``self``, a
+function) equal; ``fresh: true`` asks for a new object at every call.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from recompile_cli.inputs.spec import ArrayKind, ArraySpec, CallSpec, Fill, ScalarSpec, TupleSpec
 
 
+class Made:
+    """The objects that ``call:`` values of one run of a spec made, by spec entry, place in the
+    entry's arguments and the factory call (its reference and arguments, as written)."""
+
+    def __init__(self) -> None:
+        self._made: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+
 def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]],
-                array: Callable[[ArraySpec | ScalarSpec], Any] | None = None) -> Any:
+                array: Callable[[ArraySpec | ScalarSpec], Any] | None = None,
+                made: Made | None = None, where: tuple[Hashable, ...] = ()) -> Any:
     """Build the real argument for a value spec; ``resolve`` turns 'module:function' into code.
     ``array``, if given, builds each array and scalar of the spec instead (``forecast``: an
-    abstract ``jax.ShapeDtypeStruct``, so that nothing is computed)."""
+    abstract ``jax.ShapeDtypeStruct``, so that nothing is computed). ``made`` keeps what
+    ``call:`` values made, at ``where`` (the spec entry and the place of the value in its
+    arguments), for the other calls of the entry; without it each call makes its own."""
     import jax.numpy as jnp
 
     if array is not None and isinstance(value, (ArraySpec, ScalarSpec)):
@@ -29,15 +49,23 @@ def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]],
     if isinstance(value, ScalarSpec):
         return jnp.asarray(value.value, dtype=jnp.dtype(value.dtype))
     if isinstance(value, TupleSpec):
-        return tuple(materialize(v, resolve, array) for v in value.items)
+        return tuple(materialize(v, resolve, array, made, (*where, i))
+                     for i, v in enumerate(value.items))
     if isinstance(value, list):
-        return [materialize(v, resolve, array) for v in value]
+        return [materialize(v, resolve, array, made, (*where, i)) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: materialize(v, resolve, array) for k, v in value.items()}
+        return {k: materialize(v, resolve, array, made, (*where, k)) for k, v in value.items()}
     if isinstance(value, CallSpec):
-        fn = resolve(value.ref)
-        return fn(*(materialize(v, resolve) for v in value.args),  # user code: real values
-                  **{k: materialize(v, resolve) for k, v in value.kwargs.items()})
+        def make() -> Any:
+            fn = resolve(value.ref)
+            return fn(*(materialize(v, resolve, None, made, (*where, "args", i))  # real values
+                        for i, v in enumerate(value.args)),
+                      **{k: materialize(v, resolve, None, made, (*where, "kwargs", k))
+                         for k, v in value.kwargs.items()})
+
+        if made is None or value.fresh:
+            return make()
+        return made.get((*where, repr(value)), make)
     return value
 
 

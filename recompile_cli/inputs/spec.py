@@ -92,11 +92,14 @@ class ScalarSpec:
 
 @dataclass(frozen=True, slots=True)
 class CallSpec:
-    """``{call: "module:function", args: [...], kwargs: {...}}``: a value built by user code."""
+    """``{call: "module:function", args: [...], kwargs: {...}}``: a value built by user code,
+    once per spec entry (its calls, repeats and sweep values share the object wherever the
+    factory's own arguments are the same); ``fresh: true`` builds a new one for every call."""
 
     ref: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,8 +356,13 @@ def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
         if not isinstance(raw["dict"], dict):
             raise Invalid((*where, "dict"), "must be a mapping")
         return {k: _value(v, (*where, "dict", k), defaults) for k, v in raw["dict"].items()}
-    only_keys(raw, ("call", "args", "kwargs"), where)
+    only_keys(raw, ("call", "args", "kwargs", "fresh"), where)
     ref = raw["call"]
+    fresh = raw.get("fresh", False)
+    if not isinstance(fresh, bool):
+        raise Invalid((*where, "fresh"), f"must be true or false, got {fresh!r}: true builds "
+                                           "a new object for every call, false (the default) "
+                                           "one per spec entry")
     if not isinstance(ref, str) or ":" not in ref:
         raise Invalid((*where, "call"), f"must be 'module:function' or 'file.py:function', "
                                           f"got {ref!r}")
@@ -366,7 +374,8 @@ def _value(raw: Any, where: Where, defaults: dict[str, Any]) -> Any:
             raise Invalid((*where, "kwargs", k), f"a keyword is a name, got {k!r}")
     return CallSpec(ref, tuple(_value(v, (*where, "args", i), defaults)
                                for i, v in enumerate(args)),
-                    {k: _value(v, (*where, "kwargs", k), defaults) for k, v in kwargs.items()})
+                    {k: _value(v, (*where, "kwargs", k), defaults) for k, v in kwargs.items()},
+                    fresh)
 
 
 def _shape(raw: Any, where: Where) -> tuple[int, ...]:

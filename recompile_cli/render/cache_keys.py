@@ -113,6 +113,17 @@ def outcome_line(found: CacheOutcomes) -> str:
     return ", ".join(parts)
 
 
+def missed_line(found: CacheOutcomes, limit: int = 5) -> str | None:
+    """``report``'s line under the outcomes, when functions of the user's missed: which, and
+    the command that explains why against an earlier run."""
+    if not found.missed:
+        return None
+    names = ", ".join(found.missed[:limit]) + (
+        f" and {len(found.missed) - limit} more" if len(found.missed) > limit else "")
+    return (f"missed: {names}; to see why, save this run and an earlier one (--save) and "
+            "compare them: recompile-cli diff EARLIER.json THIS.json")
+
+
 def diff_text(base: str, comparison: KeyComparison, markdown: bool = False) -> str:
     """``diff``'s output: ``base`` (the function table, as ``render.diff`` writes it, in
     Markdown for ``markdown``) and this section."""

@@ -43,7 +43,8 @@ class Headline:
 def headline(report: Report) -> Headline:
     """The report's opening lines."""
     tallies = function_tallies(report)
-    busy = [(row, t) for row, t in tallies if t.compiles or t.error_count or t.retrace_count]
+    busy = [(row, t) for row, t in tallies
+            if t.compiles or t.error_count or t.retrace_count or t.refused]
     busy.sort(key=lambda item: -item[1].recompile_count)  # stable: then by compile seconds
     functions = [describe(row.label, t) for row, t in busy[:LISTED]]
     rest = [t for _, t in busy[LISTED:]]
@@ -99,6 +100,9 @@ def describe(name: str, t: Tally) -> str:
                      f"({_causes(t.retraces)})")
     if t.error_count:
         parts.append(f"{counted(t.error_count, 'trace')} raised ({_causes(t.errors)})")
+    if t.refused:
+        parts.append(f"{counted(sum(t.refused.values()), 'call')} refused by JAX "
+                     f"({_causes(t.refused)})")
     if len(parts) == 1 and t.compiles:
         parts.append("no re-compile")
     return f"{name}: " + ", ".join(parts)

@@ -57,8 +57,12 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
             f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
             *(show(line) for line in headline(report).lines)]
     if env.compilation_cache_dir:
+        found = outcomes(session.events)
         head.append(f"persistent cache {show(relative(env.compilation_cache_dir))}: "
-                    + show(cache_keys.outcome_line(outcomes(session.events))))
+                    + show(cache_keys.outcome_line(found)))
+        missed = cache_keys.missed_line(found)
+        if missed is not None:
+            head.append(show(missed))
     head += [show(line) for line in warmup_coverage.text_lines(report)]
     if style is MARKDOWN:
         head = [line + "  " for line in head]  # Markdown line breaks
@@ -166,7 +170,8 @@ def event_rows(report: Report, show_all: bool, limit: int | None = None) -> Tabl
         before, after = escape.text(cause.before), escape.text(cause.after)
         change = f"{before} -> {after}" if before or after else ""
         what = "trace+compile" if event.traced and event.compiled else (
-            "trace" if event.traced else "compile")
+            "trace" if event.traced else "refused" if event.error and event.error.refused
+            else "compile")
         if event.persistent_cache:
             reason = event.cache_key.reason if event.cache_key is not None else None
             what += f" ({escape.text(event.persistent_cache).replace('_', ' ')}" + (

@@ -144,11 +144,18 @@ class StaticClass:
     the same ``number`` exactly when JAX finds them equal (a value no longer alive is compared
     by type, hash and text). ``type`` is the value's type (``Model``); ``identity`` says that
     the type compares by identity (``object.__eq__``): a new object is a new value even when it
-    prints the same."""
+    prints the same. ``equal_to`` numbers the earlier classes of the argument whose values are
+    equal to this one (``==``, same hash) but of another type (``2`` and ``np.int64(2)``,
+    ``Mode.TRAIN`` and ``'train'``), which JAX tells apart by type alone; ``convert`` is then
+    the callable that gives them one type (``int``, ``Mode``). ``function``: the value is a
+    function, shown by its name (``jax.nn.gelu``)."""
 
     number: int
     type: str = ""
     identity: bool = False
+    equal_to: tuple[int, ...] = ()
+    convert: str = ""
+    function: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +215,18 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class TraceError:
-    """An exception raised while tracing (e.g. ``TracerBoolConversionError``)."""
+    """An exception raised while tracing (e.g. ``TracerBoolConversionError``), or, when
+    ``refused``, a call that JAX refused before any trace: a static argument it cannot hash,
+    or whose ``__hash__`` or ``__eq__`` raised (``argument``: that static argument, or the
+    part of it, where the call shows it; ``value_type`` and ``value``: that part's type and
+    text, where known)."""
 
     type: str
     message: str
     argument: str | None = None
+    refused: bool = False
+    value_type: str | None = None
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ for a Flax NNX static attribute or a variable's ``.<metadata>``), and, for a
 value that prints the same as an earlier one of that path but compares unequal to it (JAX
 compares them with ``==``), ``#n`` (how many such earlier values) with its type and
 ``identity`` when the type compares by identity; so such values have different texts too.
+``mode`` marks a library's mode switch, ``function`` a function value (shown by its name).
 
 A library wrapper's static tuple (equinox's) is stored as a node map as well
 (``Signature.static``): the user's function (``<function>``), and each parameter's static part
@@ -69,25 +70,33 @@ FIELD, WHOLE_AUX, LEAF, ATTR = "field", "aux", "leaf", "attr"
 class Note:
     """What a node map line of static data says besides its value: ``kind`` (``field`` or
     ``aux``); ``unequal``: how many earlier values of the path print the same but compare
-    unequal (0: none), with the value's ``type`` and whether it compares by ``identity``."""
+    unequal (0: none), with the value's ``type`` and whether it compares by ``identity``;
+    ``mode``: the value is a Python bool that the library class holding it branches on in
+    Python (a mode switch: ``capture.branches``); ``function``: the value is a function,
+    shown by its name (``capture.function_names``)."""
 
     kind: str
     unequal: int = 0
     type: str = ""
     identity: bool = False
+    mode: bool = False
+    function: bool = False
 
     def __str__(self) -> str:
-        if not self.unequal:
-            return self.kind
-        return (f"{self.kind} #{self.unequal} {self.type or '?'}"
-                + (" identity" if self.identity else ""))
+        text = self.kind
+        if self.unequal:
+            text += f" #{self.unequal} {self.type or '?'}" + (" identity" if self.identity
+                                                              else "")
+        return text + (" mode" if self.mode else "") + (" function" if self.function else "")
 
     @classmethod
     def parse(cls, text: str) -> Note:
         kind, *rest = text.split(" ")
         if len(rest) >= 2 and rest[0].startswith("#") and rest[0][1:].isdigit():
-            return cls(kind, int(rest[0][1:]), rest[1], "identity" in rest[2:])
-        return cls(kind)
+            flags = rest[2:]
+            return cls(kind, int(rest[0][1:]), rest[1], "identity" in flags, "mode" in flags,
+                       "function" in flags)
+        return cls(kind, mode="mode" in rest, function="function" in rest)
 
 
 def with_note(description: str, note: Note) -> str:

@@ -27,11 +27,21 @@ CHANGES: dict[str, str] = {
     "static_prints_equal": "a static value that prints the same but compares unequal",
     "static_callable": "a static callable re-created (a lambda, an optax optimizer)",
     "static_unhashable": "an unhashable static value (a list or dict)",
+    "static_hash_raises": "a static value whose `__hash__` raises",
+    "static_eq_raises": "a static value (or a node's static data) whose `__eq__` raises",
+    "static_type": "an equal static value of another type (`2`, then `np.int64(2)`)",
+    "function_value": "a function value replaced by another (`jax.nn.gelu`, then "
+                      "`jax.nn.leaky_relu`)",
+    "library_mode": "a library module's Python-bool mode flag (`Dropout`, `BatchNorm`)",
+    "host_callback": "globals read by a host callback (`jax.debug.callback`, "
+                     "`pure_callback`, `io_callback`) change",
     "tree_key_added": "a dict key, attribute or argument added",
     "tree_none_array": "`None`, then an array",
     "tree_list_grows": "a list or tuple grows",
     "static_field": "a static field changes (meta field, `pytree_node=False`, `static=True`, aux data)",
     "sharding": "a `NamedSharding`'s spec (on a 1-device mesh)",
+    "auto_mesh": "an array placed `P('d')` on a mesh of `Auto` axes (its abstract value: "
+                 "`P(None,)`)",
     "committed": "an uncommitted array, then one committed by `jax.device_put`",
     "ctx_x64": "`jax.enable_x64`",
     "ctx_matmul_precision": "`jax.default_matmul_precision`",
@@ -83,6 +93,7 @@ class Cell:
     needs: tuple[str, ...] = ()  # modules the cell imports (skipped when missing)
     function: str = "step"
     raises: tuple[type[BaseException], ...] = ()  # the last call raises one of these
+    stale: tuple[str, ...] | None = None  # the function's stale captures (None: not checked)
 
 
 CELLS: dict[tuple[str, str], Cell] = {}
@@ -114,6 +125,9 @@ FIELD = rx(r"(?i)on purpose|keep it fixed|data field|pytree_node")
 UNEQUAL = rx(r"(?i)compares? unequal|not equal|__eq__|identity")
 LAMBDA = rx(r"lambda")
 OPTIMIZER = rx(r"GradientTransformation")
+CONVERT = rx(r"different types.*e\.g\. `\w+\(cfg\)`")
+MODE_SWITCH = rx(r"is the mode switch of `\w+`")
+ADDRESS = rx(r"0x[0-9a-fA-F]{6,}")
 # never right: padding a PRNG key, tracing a function, a "fix" that saves nothing
 NO_PAD = rx(r"(?i)\bpad (inputs |it |them )?to\b|\(and mask\)|mask the padding")
 NO_TRACING = rx(r"(?i)\bpass (it|them) as a traced array")

@@ -128,6 +128,16 @@ def _mesh_sharded(spec: tuple[str | None, ...]) -> jax.Array:
     return jax.device_put(ones(), NamedSharding(mesh, P(*spec)))
 
 
+def _auto_sharded() -> jax.Array:
+    """An array placed ``P('d')`` on a mesh of ``Auto`` axes: its abstract value has only the
+    type-level spec, ``P(None,)``, whatever the placement."""
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((1,), ("d",), axis_types=(AxisType.Auto,))
+    return jax.device_put(ones(), NamedSharding(mesh, P("d")))
+
+
 def _weak(container: str) -> tuple[Any, Any]:
     # a Python float in data; jnp.array(1.0) (weakly typed too) for a model's parameter
     return (jnp.array(1.0) if container in MODELS else 1.0), jnp.float32(1.0)
@@ -144,6 +154,8 @@ LEAF_CHANGES: dict[str, tuple[Callable[[str], tuple[Any, Any]], str, Text, Text,
                  "u32[2]", KEY, KEY),
     "sharding": (lambda c: (_mesh_sharded(()), _mesh_sharded(("d",))), "sharding",
                  rx(r"P\((None,?)?\)"), rx(r"P\('d',?\)"), PLACE, PLACE),
+    "auto_mesh": (lambda c: (ones(), _auto_sharded()), "sharding", "f32[3]",
+                  "f32[3](P('d',), auto)", PLACE, PLACE),
     "committed": (lambda c: (ones(), jax.device_put(ones(), jax.devices()[0])), "sharding",
                   rx(r"UnspecifiedValue|uncommitted"), rx(r"SingleDeviceSharding|committed"),
                   PLACE, PLACE),

@@ -5,10 +5,15 @@ data). Importing it registers them in ``matrix_cells.CELLS``."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from matrix_cells import (
+    ADDRESS,
+    CONVERT,
     EQUALITY,
     FIELD,
     HASHABLE,
@@ -40,7 +45,7 @@ from matrix_containers import (
     state,
 )
 
-AUX = rx(r"^batch(\.<aux>)?$")  # a custom node's aux data: the node, or its aux marked
+AUX = "batch.aux"  # a custom node's aux data, named by the attribute that holds it (Pair.aux)
 
 
 # -- hashable static values: 1 -> 2, or one field of a static config ----------------------------
@@ -309,3 +314,210 @@ def static_field_eqx_module() -> None:
 @cell("static_field", "custom_pytree", STATIC_FIELD, AUX, **MODE)
 def static_field_custom_pytree() -> None:
     call_traced("batch", Pair(ones(), aux="train"), Pair(ones(), aux="eval"))
+
+
+# -- a static whose __hash__ or __eq__ raises: JAX refuses the call; an event of the function ----
+class BadHash:
+    """Hashing it raises: JAX cannot look the value up."""
+
+    def __hash__(self) -> int:
+        raise RuntimeError("no hashing")
+
+
+class BadEq:
+    """Hashes alike, and comparing two of them raises: JAX cannot tell them apart."""
+
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        raise RuntimeError("no comparing")
+
+
+REFUSED: dict[str, Any] = {"compiles": 1, "raises": (ValueError, TypeError, RuntimeError)}
+HASH_RAISES: dict[str, Any] = {**REFUSED, "advice": rx(r"__hash__")}
+EQ_RAISES: dict[str, Any] = {**REFUSED, "advice": rx(r"__eq__")}
+
+
+@cell("static_hash_raises", "positional", None, "cfg", **HASH_RAISES)
+def hash_raises_positional() -> None:
+    call_static((1,), BadHash(), by_keyword=False)
+
+
+@cell("static_hash_raises", "keyword", None, "cfg", **HASH_RAISES)
+def hash_raises_keyword() -> None:
+    call_static((1,), BadHash())
+
+
+@cell("static_hash_raises", "tuple", None, "cfg[1]", **HASH_RAISES)
+def hash_raises_tuple() -> None:
+    call_static((0.1, 2), (0.1, BadHash()))
+
+
+@cell("static_hash_raises", "namedtuple", None, "cfg.steps", **HASH_RAISES)
+def hash_raises_namedtuple() -> None:
+    call_static(Cfg(0.1, 2), Cfg(0.1, BadHash()))
+
+
+@cell("static_eq_raises", "positional", None, "cfg", **EQ_RAISES)
+def eq_raises_positional() -> None:
+    call_static(BadEq(), BadEq(), by_keyword=False)
+
+
+@cell("static_eq_raises", "keyword", None, "cfg", **EQ_RAISES)
+def eq_raises_keyword() -> None:
+    call_static(BadEq(), BadEq())
+
+
+# inside a static tuple JAX's error names the tuple: the call shows no more than the argument
+@cell("static_eq_raises", "tuple", None, "cfg", **EQ_RAISES)
+def eq_raises_tuple() -> None:
+    call_static((0.1, BadEq()), (0.1, BadEq()))
+
+
+@cell("static_eq_raises", "namedtuple", None, "cfg", **EQ_RAISES)
+def eq_raises_namedtuple() -> None:
+    call_static(Cfg(0.1, BadEq()), Cfg(0.1, BadEq()))
+
+
+# static data of a pytree node: JAX's error names no argument, and neither can the advice
+STATIC_DATA: dict[str, Any] = {**REFUSED, "advice": rx(r"static data of a pytree node")}
+
+
+@cell("static_eq_raises", "register_dataclass", None, None, **STATIC_DATA)
+def eq_raises_register_dataclass() -> None:
+    call_traced("batch", DataBatch(ones(), obj=BadEq()), DataBatch(ones(), obj=BadEq()))
+
+
+@cell("static_eq_raises", "flax_struct", None, None, **STATIC_DATA)
+def eq_raises_flax_struct() -> None:
+    call_traced("state", state(obj=BadEq()), state(obj=BadEq()))
+
+
+@cell("static_eq_raises", "nnx_module", None, None, **STATIC_DATA)
+def eq_raises_nnx_module() -> None:
+    call_nnx(nnx_model(obj=BadEq()), nnx_model(obj=BadEq()))
+
+
+@cell("static_eq_raises", "eqx_module", None, None, **EQ_RAISES)
+def eq_raises_eqx_module() -> None:  # filter_jit keeps it in its static argument
+    call_eqx(eqx_model(obj=BadEq()), eqx_model(obj=BadEq()))
+
+
+@cell("static_eq_raises", "custom_pytree", None, None, **STATIC_DATA)
+def eq_raises_custom_pytree() -> None:
+    call_traced("batch", Pair(ones(), aux=BadEq()), Pair(ones(), aux=BadEq()))
+
+
+# -- an equal static value of another type: JAX keys statics on type (only a whole static) ------
+class Mode(enum.StrEnum):
+    TRAIN = "train"
+
+
+@cell("static_type", "positional", "static_value", "cfg", before="2", after="np.int64(2)",
+      detail=rx(r"another type \(int -> int64\)"), advice=CONVERT, forbid=(NO_TRACING,))
+def static_type_positional() -> None:
+    call_static(2, np.int64(2), by_keyword=False)
+
+
+@cell("static_type", "keyword", "static_value", "cfg", before="<Mode.TRAIN: 'train'>",
+      after="'train'", detail=rx(r"another type \(Mode -> str\)"), advice=rx(r"`Mode\(cfg\)`"),
+      forbid=(NO_TRACING,))
+def static_type_keyword() -> None:
+    call_static(Mode.TRAIN, "train")
+
+
+# inside containers and static data JAX compares with ==: 2 == np.int64(2), one compile
+ONCE_ONLY: dict[str, Any] = {"compiles": 1}
+
+
+@cell("static_type", "tuple", "first_compile", None, **ONCE_ONLY)
+def static_type_tuple() -> None:
+    call_static((0.1, 2), (0.1, np.int64(2)))
+
+
+@cell("static_type", "namedtuple", "first_compile", None, **ONCE_ONLY)
+def static_type_namedtuple() -> None:
+    call_static(Cfg(0.1, 1), Cfg(0.1, True))
+
+
+@cell("static_type", "register_dataclass", "first_compile", None, **ONCE_ONLY)
+def static_type_register_dataclass() -> None:
+    call_traced("batch", DataBatch(ones(), max_len=2), DataBatch(ones(), max_len=np.int64(2)))
+
+
+@cell("static_type", "flax_struct", "first_compile", None, **ONCE_ONLY)
+def static_type_flax_struct() -> None:
+    call_traced("state", state(mode=1.0), state(mode=1))
+
+
+@cell("static_type", "nnx_module", "first_compile", None, **ONCE_ONLY)
+def static_type_nnx_module() -> None:
+    call_nnx(nnx_model(mode=1), nnx_model(mode=True))
+
+
+@cell("static_type", "eqx_module", "first_compile", None, **ONCE_ONLY)
+def static_type_eqx_module() -> None:
+    call_eqx(eqx_model(mode=Mode.TRAIN), eqx_model(mode="train"))
+
+
+@cell("static_type", "custom_pytree", "first_compile", None, **ONCE_ONLY)
+def static_type_custom_pytree() -> None:
+    call_traced("batch", Pair(ones(), aux=2), Pair(ones(), aux=np.int64(2)))
+
+
+# -- a function value replaced by another: named, never by address; different programs ---------
+GELU: dict[str, Any] = {"before": "jax.nn.gelu", "after": "jax.nn.leaky_relu",
+                        "forbid": (NO_TRACING, ADDRESS)}
+
+
+@cell("function_value", "positional", "static_value", "cfg", **GELU)
+def function_value_positional() -> None:
+    call_static(jax.nn.gelu, jax.nn.leaky_relu, by_keyword=False)
+
+
+@cell("function_value", "keyword", "static_value", "cfg", before="jax.nn.relu",
+      after="jax.numpy.tanh", forbid=(NO_TRACING, ADDRESS))
+def function_value_keyword() -> None:  # a custom_jvp, then a jitted jax.numpy function
+    call_static(jax.nn.relu, jnp.tanh)
+
+
+@cell("function_value", "tuple", "static_value", "cfg[1]", **GELU)
+def function_value_tuple() -> None:
+    call_static((0.1, jax.nn.gelu), (0.1, jax.nn.leaky_relu))
+
+
+@cell("function_value", "namedtuple", "static_value", "cfg.obj", **GELU)
+def function_value_namedtuple() -> None:
+    call_static(Cfg(0.1, 2, jax.nn.gelu), Cfg(0.1, 2, jax.nn.leaky_relu))
+
+
+FIELD_FUNCTION: dict[str, Any] = {**GELU, "advice": FIELD}
+
+
+@cell("function_value", "register_dataclass", STATIC_FIELD, "batch.obj", **FIELD_FUNCTION)
+def function_value_register_dataclass() -> None:
+    call_traced("batch", DataBatch(ones(), obj=jax.nn.gelu),
+                DataBatch(ones(), obj=jax.nn.leaky_relu))
+
+
+@cell("function_value", "flax_struct", STATIC_FIELD, "state.obj", **FIELD_FUNCTION)
+def function_value_flax_struct() -> None:
+    call_traced("state", state(obj=jax.nn.gelu), state(obj=jax.nn.leaky_relu))
+
+
+@cell("function_value", "nnx_module", STATIC_FIELD, "model.act", **FIELD_FUNCTION)
+def function_value_nnx_module() -> None:
+    call_nnx(nnx_model(act=jax.nn.gelu), nnx_model(act=jax.nn.leaky_relu))
+
+
+@cell("function_value", "eqx_module", "static_value", "model.act", **GELU)
+def function_value_eqx_module() -> None:
+    call_eqx(eqx_model(act=jax.nn.gelu), eqx_model(act=jax.nn.leaky_relu))
+
+
+@cell("function_value", "custom_pytree", STATIC_FIELD, AUX, **FIELD_FUNCTION)
+def function_value_custom_pytree() -> None:
+    call_traced("batch", Pair(ones(), aux=jax.nn.gelu), Pair(ones(), aux=jax.nn.leaky_relu))

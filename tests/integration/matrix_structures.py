@@ -14,6 +14,8 @@ import jax.numpy as jnp
 from matrix_cells import (
     KEYS,
     LENGTH,
+    MODE_SWITCH,
+    NO_TRACING,
     ONCE,
     cell,
     rx,
@@ -25,6 +27,7 @@ from matrix_containers import (
     call_eqx,
     call_nnx,
     call_traced,
+    eqx_classes,
     eqx_model,
     flax_classes,
     nnx_model,
@@ -238,3 +241,28 @@ def new_function_partial() -> None:
     for _epoch in range(2):
         step = jax.jit(functools.partial(scale, k=2.0))  # new partial
         step(ones())
+
+
+# -- a library module's Python-bool mode flag: each mode compiles once, as expected -------------
+LIBRARY_MODE: dict[str, Any] = {"before": "False", "after": "True", "advice": MODE_SWITCH,
+                                "forbid": (NO_TRACING,)}
+
+
+@cell("library_mode", "nnx_module", "tree_structure", "model.bn.use_running_average",
+      **LIBRARY_MODE)
+def library_mode_nnx_module() -> None:  # BatchNorm branches on it in Python
+    nnx = flax_classes()[3]
+    model = nnx_model(bn=nnx.BatchNorm(3, rngs=nnx.Rngs(0)))()
+
+    def mode(train: bool) -> Any:
+        model.train() if train else model.eval()
+        return model
+
+    call_nnx(lambda: mode(True), lambda: mode(False))
+
+
+@cell("library_mode", "eqx_module", "static_value", "model.layers.inference", **LIBRARY_MODE)
+def library_mode_eqx_module() -> None:  # Dropout branches on it in Python
+    eqx = eqx_classes()[2]
+    model = eqx_model(layers=eqx.nn.Dropout(0.5))
+    call_eqx(model, eqx.nn.inference_mode(model))

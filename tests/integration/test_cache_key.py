@@ -163,6 +163,11 @@ def test_report_shows_hits_misses_and_time_saved(runs):
                           timeout=120)
     totals = json.loads(proc.stdout)["totals"]
     assert (totals["persistent_cache_hits"], totals["persistent_cache_misses_written"]) == (4, 1)
+    proc = subprocess.run([sys.executable, "-m", "recompile_cli", "report", str(runs["lr2"])],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    text = " ".join(proc.stdout.split())
+    assert ("missed: train_step; to see why, save this run and an earlier one (--save) and "
+            "compare them: recompile-cli diff EARLIER.json THIS.json") in text
 
 
 def test_public_only_mode_says_the_explanation_needs_jax_0_9(tmp_path):
@@ -202,3 +207,23 @@ def test_a_changed_operation_is_named_with_its_user_line(tmp_path):
     assert (detail["before"], detail["after"]) == ("multiply", "add")
     assert detail["site"].endswith("prog.py:8")
     assert "the program differs: first at operation" in _diff(*saved, "table")
+
+
+@requires_private_hooks
+def test_a_baked_in_table_that_grew_is_named_with_its_shapes_and_user_line(tmp_path):
+    """A global table read inside the function is baked in as a constant: when it grows, the
+    cache ``diff`` names it by its types (``i32[17,4] -> i32[17,8]``) and the line of the
+    function that reads it, not "constant -> constant" at the call's line."""
+    source = ("import sys\nimport jax, jax.numpy as jnp, numpy as np\n"
+              "W = int(sys.argv[1])\nTABLE = np.arange(17 * W, dtype=np.int32).reshape(17, W)\n"
+              "\n@jax.jit\ndef lookup(i):\n    return jnp.asarray(TABLE)[i].sum()\n\n"
+              "lookup(3)\n")
+    (tmp_path / "table.py").write_text(source)
+    saved = [_run(tmp_path, f"w{width}", str(width), cwd=tmp_path, script="table.py")
+             for width in (4, 8)]
+    table = _diff(*saved, "table")  # run from the repository: the paths stay absolute
+    line = f"{tmp_path / 'table.py'}:8"
+    assert ("computation: the program differs: a baked-in constant 1 changed shape "
+            f"(i32[17,4] -> i32[17,8]) at {line}") in table
+    assert f"constant 1: i32[17,4] -> i32[17,8] at {line}" in table
+    assert "constant -> constant" not in table

@@ -127,3 +127,47 @@ def test_first_top_level_compile_after_a_nested_trace_is_not_a_recompile(record)
     assert len(top) == 1 and top[0]["compiled"]
     assert user_functions(report)["inner"]["compiles"] == 1
     assert not [s for s in report["suggestions"] if s["function"] == "inner"]
+
+
+AUTO_MESH = """
+import jax, jax.numpy as jnp
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+auto = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Auto,))
+explicit = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Explicit,))
+@jax.jit
+def step(x, batch):
+    return x * 2, batch["y"] + 1
+x = jnp.ones((4, 4))
+def put(mesh, spec):
+    return jax.device_put(x, NamedSharding(mesh, spec))
+step(x, {"y": x})
+step(put(auto, P("data")), {"y": put(auto, P(None, "data"))})
+step(put(explicit, P("data")), {"y": put(explicit, P("data"))})
+"""
+
+
+@requires_private_hooks
+def test_placements_are_the_arrays_own_on_an_auto_mesh(tmp_path):
+    """On a mesh of Auto axes an array's abstract value has the type-level spec P(None,
+    None) whatever its placement: the report shows the array's own (``P('data',)``), in
+    every container, marked ``auto``; on an Explicit mesh the type-level spec is the
+    placement."""
+    script = tmp_path / "auto_mesh.py"
+    script.write_text(AUTO_MESH)
+    out = tmp_path / "report.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run([sys.executable, "-m", "recompile_cli", "run", "--output", str(out),
+                           str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = user_events(json.loads(out.read_text()), "step")
+    leaves = [{path: leaf.get("sharding") for path, leaf in e["signature"]["leaves"].items()}
+              for e in events]
+    assert leaves == [{"x": None, "batch['y']": None},
+                      {"x": "P('data',), auto", "batch['y']": "P(None, 'data'), auto"},
+                      {"x": "P('data', None)", "batch['y']": "P('data', None)"}]
+    causes = [(e["cause"]["code"], e["cause"]["argument"], e["cause"]["before"],
+               e["cause"]["after"]) for e in events[1:]]
+    assert causes == [("sharding", "x", "f32[4,4]", "f32[4,4](P('data',), auto)"),
+                      ("sharding", "x", "f32[4,4](P('data',), auto)", "f32[4,4](P('data', None))")]
+    assert "P(None, None)" not in proc.stdout

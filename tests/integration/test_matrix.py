@@ -53,9 +53,12 @@ def what_it_said(cell: Cell, report: Any) -> dict[str, Any]:
         cause = analysed.primary(events[-1])
         said.update(code=str(cause.code), argument=cause.argument, before=cause.before,
                     after=cause.after, detail=cause.detail)
-    said["advice"] = [s.message for s in analysed.suggestions
-                      if cell.code is None or s.function == cell.function]
+        error = events[-1].error
+        said["refused"] = error.argument if error is not None and error.refused else False
+    said["advice"] = [s.message for s in analysed.suggestions if s.function == cell.function]
     said["raised"] = analysed.session.target_exception
+    said["stale"] = tuple(sorted(s.variable for s in analysed.session.stale_captures
+                                 if s.function == cell.function))
     return said
 
 
@@ -64,15 +67,19 @@ def problems_with(cell: Cell, said: dict[str, Any]) -> list[str]:
     if said["compiles"] != cell.compiles:
         wrong.append(f"compiles {said['compiles']} (want {cell.compiles})")
     advice = said["advice"]
-    if cell.code is None:  # the call raised: recorded, and advice on what cannot be hashed
-        # JAX raises in C++ before any hook runs, and its message names the unhashable value
-        # and its type, not the argument (``cell.argument``): the advice can say no more.
-        if "hash" not in (said["raised"] or ""):
-            wrong.append(f"target_exception {said['raised']!r} (want JAX's hash error)")
-        named = [a for a in advice if "not hashable" in a and re.search(r"a `[^`]+` \(`", a)]
-        if cell.advice is not None and not any(cell.advice.search(a) for a in named):
-            wrong.append(f"no advice naming the unhashable value that matches "
-                         f"{cell.advice.pattern!r}")
+    if cell.code is None:  # JAX refused the call: an event of the function called
+        # JAX raises in C++ before any hook runs; the call and its arguments name the static
+        # argument (``cell.argument``, None where the call cannot show it: static data)
+        if said.get("refused", False) is False:
+            wrong.append(f"no refused call of {cell.function} recorded (raised "
+                         f"{said['raised']!r})")
+        elif not matches(cell.argument, said["refused"]):
+            wrong.append(f"refused argument {said['refused']!r} (want {cell.argument!r})")
+        refused = [a for a in advice if a.startswith("JAX refused a call")]
+        if cell.argument is not None and not any(f"`{cell.argument}`" in a for a in refused):
+            wrong.append(f"no advice of {cell.function} naming `{cell.argument}`")
+        if cell.advice is not None and not any(cell.advice.search(a) for a in refused):
+            wrong.append(f"no refusal advice that matches {cell.advice.pattern!r}")
     else:
         for name in ("code", "argument", "before", "after"):
             expected = getattr(cell, name)
@@ -91,6 +98,8 @@ def problems_with(cell: Cell, said: dict[str, Any]) -> list[str]:
     for pattern in cell.forbid:
         if any(pattern.search(a) for a in advice):
             wrong.append(f"advice says {pattern.pattern!r}")
+    if cell.stale is not None and said["stale"] != cell.stale:
+        wrong.append(f"stale captures {said['stale']} (want {cell.stale})")
     return wrong
 
 

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 from builders import write
+from jax_support import requires_private_hooks
 
 from recompile_cli.capture.loader import resolver
 from recompile_cli.inputs.materialize import materialize
@@ -92,3 +93,51 @@ def test_float32_arrays_are_built_without_a_float64_copy():
 def test_zero_sized_arrays():
     value = materialize(ArraySpec(ArrayKind.NUMPY, (0, 5), "bfloat16", Fill.ARANGE, 0), resolver())
     assert value.shape == (0, 5)
+
+
+FACTORY = """
+import itertools
+import jax
+
+made = itertools.count()
+
+class Model:
+    '''Compares by identity (no __eq__): JAX compiles anew for every new object.'''
+
+    def __init__(self, k):
+        self.k, self.number = k, next(made)
+
+def make_model(k=2):
+    return Model(k)
+
+def step(model, x):
+    return x * model.k
+"""
+
+
+@requires_private_hooks  # the objects are told apart by their equality classes
+@pytest.mark.parametrize(("fresh", "models"), [("", 1), (", fresh: true", 6)],
+                         ids=["once per entry", "fresh"])
+def test_a_factory_is_called_once_per_spec_entry_unless_fresh(cli, program, tmp_path, fresh,
+                                                                models):
+    """A ``call:`` value is made once per spec entry: its repeats and sweep values get the
+    same object (a model compared by identity compiles once), unless ``fresh: true`` asks
+    for a new one at every call. Two entries make two."""
+    target = program("factory", FACTORY)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"""
+jit: {{static_argnums: [0]}}
+calls:
+  - args: [{{call: "{target}:make_model"{fresh}}}, {{array: ["${{n}}"]}}]
+    sweep: {{n: [4, 4, 8]}}
+    repeat: 2
+  - args: [{{call: "{target}:make_model", kwargs: {{k: 3}}}}, {{array: [4]}}]
+""")
+    result, report = cli.json("profile", f"{target}:step", "--args", spec, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    # 2 shapes in the first entry, and its model once (or one per call: 6), then entry 2's
+    compiles = next(f for f in report["functions"] if f["name"] == "step")["compiles"]
+    assert compiles == (3 if models == 1 else 7)
+    selves = {e["signature"]["static_classes"]["model"]["number"] for e in report["events"]
+              if e["function"] == "step" and e.get("signature")}
+    assert len(selves) == models + 1

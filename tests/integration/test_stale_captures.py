@@ -119,3 +119,79 @@ def test_a_closure_cell_read_only_by_a_nested_function_counts(stale):
     """)
     assert {(k, s["scope"], s["traced_value"], s["current_value"])
             for k, s in found.items()} == {(("step", "factor"), "closure", "3", "4")}
+
+
+@requires_private_hooks
+def test_values_read_on_the_host_by_a_callback_are_never_stale(stale):
+    """A host callback runs at every call and reads its globals and closure values afresh:
+    whatever the callback is (a lambda, a nested function, a functools.partial), whichever
+    callback API calls it, and wherever it sits (a cond branch, a scan body, a nested jit)."""
+    stdout, found = stale("""
+        import functools
+        import jax, jax.numpy as jnp
+        from jax.experimental import io_callback
+        STEP, SCALE, LOGGED, INNER, BRANCH, BODY = 0, 2.0, [], 0, 0, 0
+
+        def run():
+            seen = 0
+
+            @jax.jit
+            def inner(x):
+                jax.debug.callback(lambda v: print("inner", INNER), x)
+                return x + 1
+
+            @jax.jit
+            def step(x):
+                def scaled(v):
+                    return (v * SCALE).astype(v.dtype)
+
+                def log(v, tag):
+                    LOGGED.append((tag, seen))
+                    return v
+
+                shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+                jax.debug.callback(lambda v: print("step", STEP, v.sum()), x)
+                y = jax.pure_callback(scaled, shape, x)
+                z = io_callback(functools.partial(log, tag="io"), shape, x, ordered=True)
+                w = jax.lax.cond(x.sum() > 0, lambda v: jax.pure_callback(
+                    lambda u: u + BRANCH, shape, v), lambda v: v, x)
+
+                def body(carry, _):
+                    jax.debug.callback(lambda c: print("body", BODY), carry)
+                    return carry, None
+
+                carry, _ = jax.lax.scan(body, x, None, length=2)
+                return inner(y + z + w + carry)
+
+            for i in range(3):
+                global STEP, SCALE, INNER, BRANCH, BODY
+                STEP, SCALE, INNER, BRANCH, BODY = i, 2.0 + i, i, i, i
+                seen = i
+                step(jnp.ones(3))
+        run()
+    """)
+    assert found == {}
+    assert "stale capture" not in stdout
+
+
+@requires_private_hooks
+def test_a_value_the_trace_reads_too_is_still_stale(stale):
+    """Only what the callback alone reads is left out: a global that the traced code also
+    reads (or formats into `jax.debug.print`, which bakes it in) is baked into the program."""
+    _, found = stale("""
+        import jax, jax.numpy as jnp
+        SCALE, SHOWN, LOGGED = 2.0, 1, 0
+
+        @jax.jit
+        def step(x):
+            jax.debug.callback(lambda v: print(SCALE, LOGGED), x)
+            jax.debug.print("shown {} {}", SHOWN, x)
+            return x * SCALE
+
+        step(jnp.ones(2))
+        SCALE, SHOWN, LOGGED = 3.0, 2, 5
+        step(jnp.ones(2))
+    """)
+    assert {variable: (s["traced_value"], s["current_value"])
+            for (_, variable), s in found.items()} == {"SCALE": ("2.0", "3.0"),
+                                                       "SHOWN": ("1", "2")}

@@ -5,6 +5,7 @@ another jit, on real JAX and the real libraries."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import gc
 import weakref
@@ -110,8 +111,12 @@ def test_a_static_function_rebuilt_each_call_is_a_new_object():
         for _ in range(2):
             f(jnp.ones(3), fn=lambda v: v + 1)
     (cause,) = causes(rec, "<lambda>")[1]
-    assert cause[:2] == ("static_value", "fn") and cause[2] != cause[3]
-    assert any("a new function object, compared by identity" in d for d in details(rec, "<lambda>"))
+    # named as the user wrote it, where it is defined: no memory address tells them apart
+    line = test_a_static_function_rebuilt_each_call_is_a_new_object.__code__.co_firstlineno + 4
+    assert cause == ("static_value", "fn", f"<lambda> (test_static_equality.py:{line})",
+                     f"<lambda> (test_static_equality.py:{line})")
+    assert ("static argument fn: a new object that prints the same but compares unequal "
+            "(function.__eq__ is identity)") in details(rec, "<lambda>")
 
 
 class Config(NamedTuple):
@@ -132,6 +137,83 @@ def test_a_static_container_is_named_by_the_part_that_changed(first, second, arg
         f(jnp.ones(3), cfg=first)
         f(jnp.ones(3), cfg=second)
     assert causes(rec, "<lambda>")[1] == [("static_value", argument, before, after)]
+
+
+class Mode(enum.StrEnum):
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+class Plain(enum.Enum):
+    TRAIN = "train"
+
+
+def advice(rec: Any, name: str) -> list[str]:
+    return [s.message for s in rec.report.report.suggestions if s.function == name]
+
+
+@pytest.mark.parametrize(("first", "second", "convert"), [
+    (Mode.TRAIN, "train", "Mode"), ("train", Mode.TRAIN, "Mode"), (Level.LOW, 1, "Level"),
+    (2, np.int64(2), "int"), (np.int64(2), 2, "int"), (np.int32(2), np.int64(2), "np.int32"),
+    (1, True, "int"), (True, 1, "bool"), (np.bool_(True), True, "bool"),
+    (1.0, 1, "float"), (np.float32(0.5), 0.5, "float"), (Config(0.1, 2), (0.1, 2, None), "tuple"),
+], ids=lambda v: type(v).__name__ if not isinstance(v, str) else v)
+@pytest.mark.parametrize("by_keyword", [True, False], ids=["keyword", "positional"])
+def test_equal_statics_of_different_types_are_a_type_difference(first, second, convert,
+                                                                 by_keyword):
+    """JAX keys a static argument on its type as well as its value: an Enum member and its
+    value, a numpy scalar and a Python number, ``1`` and ``True`` compile apart; the report
+    says why, and advises the conversion that gives them one type."""
+    def step(x, mode):
+        return x * 2
+
+    f = (jax.jit(step, static_argnames="mode") if by_keyword
+         else jax.jit(step, static_argnums=1))
+    with recompile_cli.record() as rec:
+        for value in (first, second, first):
+            f(jnp.ones(3), mode=value) if by_keyword else f(jnp.ones(3), value)
+    assert rec.report.compiles("step") == 2
+    (cause,) = causes(rec, "step")[1]
+    assert cause[:2] == ("static_value", "mode")
+    assert any(d.startswith("static argument mode: an equal value of another type "
+                            f"({type_name(type(first))} -> {type_name(type(second))})")
+               for d in details(rec, "step"))
+    (said,) = advice(rec, "step")
+    assert "equal values of different types" in said and "traced array" not in said
+    assert f"e.g. `{convert}(mode)`: 2 compiles -> 1." in said
+
+
+def type_name(kind: type) -> str:
+    return kind.__qualname__
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (Plain.TRAIN, "train"), (2, 2.5), (np.int64(2), np.int64(3)), ("train", "eval"),
+])
+def test_unequal_statics_are_new_values_not_types(first, second):
+    """A plain Enum member is not equal to its value, and 2 is not 2.5: new values, whatever
+    their types."""
+    f = jax.jit(lambda x, mode: x * 2, static_argnames="mode")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), mode=first)
+        f(jnp.ones(3), mode=second)
+    assert rec.report.compiles("<lambda>") == 2
+    assert not any("another type" in d for d in details(rec, "<lambda>"))
+    assert not any("different types" in a for a in advice(rec, "<lambda>"))
+
+
+def test_equal_parts_of_different_types_in_a_static_container_compile_once():
+    """JAX compares a static tuple with ``==``, element by element: types inside it do not
+    matter, and nothing is reported."""
+    f = jax.jit(lambda x, cfg: x * 2, static_argnames="cfg")
+    with recompile_cli.record() as rec:
+        f(jnp.ones(3), cfg=(1, 2))
+        f(jnp.ones(3), cfg=(True, np.int64(2)))
+    assert rec.report.compiles("<lambda>") == 1
 
 
 class Weird:
@@ -227,12 +309,31 @@ def test_a_registered_dataclass_meta_field_is_named(first, second, argument, bef
                for d in details(rec, "take"))
 
 
-def test_the_aux_data_of_a_custom_node_as_a_whole():
+class Computed:
+    """A custom node whose aux data is made by its flatten function, held by no attribute."""
+
+    def __init__(self, x: jax.Array, aux: dict[str, int]) -> None:
+        self.x, self.cfg = x, aux
+
+
+jax.tree_util.register_pytree_node(Computed, lambda c: ((c.x,), tuple(c.cfg.items())),
+                                   lambda aux, children: Computed(children[0], dict(aux)))
+
+
+def test_the_aux_data_of_a_custom_node_is_named_by_the_attribute_holding_it():
+    """Aux data that is an attribute of the node (the same object) is named by it, as the
+    user wrote it (``batch.aux``); aux data the flatten function makes is the node's
+    ``<aux>`` as a whole."""
     with recompile_cli.record() as rec:
         take(Custom(jnp.ones(3), {"k": 1}))
         take(Custom(jnp.ones(3), {"k": 2}))
-    assert causes(rec, "take")[1] == [("tree_structure", "batch.<aux>", "{'k': 1}", "{'k': 2}")]
-    assert any("aux data of the custom pytree node Custom" in d for d in details(rec, "take"))
+        take(Computed(jnp.ones(3), {"k": 1}))
+        take(Computed(jnp.ones(3), {"k": 2}))
+    named, whole = causes(rec, "take")[1], causes(rec, "take")[3]
+    assert named == [("tree_structure", "batch.aux", "{'k': 1}", "{'k': 2}")]
+    assert whole == [("tree_structure", "batch.<aux>", "(('k', 1),)", "(('k', 2),)")]
+    assert any(d.startswith("static field `aux` of Custom") for d in details(rec, "take"))
+    assert any("aux data of the custom pytree node Computed" in d for d in details(rec, "take"))
 
 
 def test_a_static_field_that_prints_the_same_but_compares_unequal():
@@ -351,3 +452,140 @@ def test_a_compile_reusing_a_trace_from_inside_another_jit_compares_with_what_co
     assert [(e.depth, e.traced, e.compiled) for e in events] == [
         (0, True, True), (1, True, False), (1, True, False), (0, False, True)]
     assert causes(rec, "inner")[3] == [("shape", "x", "f32[3]", "f32[5]")]  # not f32[4]
+
+
+# -- function values: by their qualified names, at the user's paths --------------------------------
+def relu6(x):
+    return jnp.minimum(jax.nn.relu(x), 6.0)
+
+
+class Holder:
+    """A custom node whose aux data is its activation function."""
+
+    def __init__(self, act: Any) -> None:
+        self.act = act
+
+
+jax.tree_util.register_pytree_node(Holder, lambda h: ((), h.act), lambda act, _: Holder(act))
+
+
+class Activations(NamedTuple):
+    act: Any
+
+
+FUNCTIONS = [  # (first, second, their names), of every kind of function value
+    (jax.nn.gelu, jax.nn.leaky_relu, "jax.nn.gelu", "jax.nn.leaky_relu"),  # function, jitted
+    (jax.nn.relu, jnp.tanh, "jax.nn.relu", "jax.numpy.tanh"),  # custom_jvp, jitted jnp
+    (relu6, functools.partial(jax.nn.leaky_relu, negative_slope=0.2),
+     "test_static_equality.relu6", "functools.partial(jax.nn.leaky_relu, negative_slope=0.2)"),
+]
+
+
+def _static_act(x, act):
+    return act(x)
+
+
+def _in_config(x, cfg):
+    return cfg.act(x)
+
+
+def _in_aux(x, h):
+    return h.act(x)
+
+
+def _in_partial(x, act):
+    return act(x)
+
+
+@pytest.mark.parametrize(("first", "second", "before", "after"), FUNCTIONS,
+                         ids=["function", "custom_jvp", "partial"])
+@pytest.mark.parametrize(("where", "argument"), [
+    ("static", "act"), ("config", "cfg.act"), ("aux", "h.act"), ("tree_partial", "act.func"),
+])
+def test_a_function_value_is_shown_by_its_qualified_name(first, second, before, after, where,
+                                                         argument):
+    """A function prints as its public qualified name, never with a memory address, at the
+    path the user wrote: a static argument, a field of a static config, the attribute of a
+    custom node that holds it, a ``jax.tree_util.Partial``'s function."""
+    if where == "static":
+        f = jax.jit(_static_act, static_argnames="act")
+        calls = [lambda fn: f(jnp.ones(3), act=fn)]
+    elif where == "config":
+        f = jax.jit(_in_config, static_argnames="cfg")
+        calls = [lambda fn: f(jnp.ones(3), cfg=Activations(fn))]
+    elif where == "aux":
+        f = jax.jit(_in_aux)
+        calls = [lambda fn: f(jnp.ones(3), Holder(fn))]
+    else:
+        f = jax.jit(_in_partial)
+        calls = [lambda fn: f(jnp.ones(3), jax.tree_util.Partial(fn))]
+    with recompile_cli.record() as rec:
+        for fn in (first, second):
+            calls[0](fn)
+    name = f.__wrapped__.__name__
+    (cause,) = causes(rec, name)[1]
+    if where == "tree_partial" and "partial" in after:  # Partial wraps a partial in a shim
+        after = "_HashableCallableShim(functools.partial(leaky_relu, negative_slope=0.2))"
+    assert cause[1:] == (argument, before, after)
+    shown = " ".join([*map(str, cause), *details(rec, name), *advice(rec, name)])
+    assert "0x" not in shown and "<aux>" not in shown
+    # different functions are different programs: nothing to fix, nothing "traced"
+    assert not any("traced array" in a or "new object" in a for a in advice(rec, name))
+
+
+def test_two_runs_report_function_values_the_same(cli, program, tmp_path):
+    """Two runs of one program report the same texts: no memory address in any of them."""
+    script = program("acts", """
+        import functools
+        import jax, jax.numpy as jnp
+
+        @functools.partial(jax.jit, static_argnames="act")
+        def layer(x, act):
+            return act(x)
+
+        for act in (jax.nn.gelu, jax.nn.leaky_relu, lambda v: v * 2):
+            layer(jnp.ones(3), act=act)
+    """)
+    texts = []
+    for run in ("one", "two"):
+        result, report = cli.json("run", script, tmp_path=tmp_path / run)
+        assert result.exit_code == 0, result.output
+        texts.append([(row["argument"], row["values"]) for row in report["cause_table"]])
+    assert texts[0] == texts[1]
+    assert texts[0] == [("act", "jax.nn.gelu -> jax.nn.leaky_relu -> <lambda> (acts.py:9)")]
+
+
+def test_types_functions_and_mode_switches_reach_report_through_the_events_log(
+        cli, program, tmp_path):
+    """What the recording keeps of statics (classes equal but of another type, the conversion,
+    function values, a library's mode switch) is in the events log: ``report`` of the log
+    explains and advises exactly as the run did."""
+    script = program("log", """
+        import functools
+        import equinox as eqx, jax, jax.numpy as jnp, numpy as np
+
+        @functools.partial(jax.jit, static_argnames=("n", "act"))
+        def step(x, n, act):
+            return act(x) * n
+
+        @eqx.filter_jit
+        def drop(layer, x, key):
+            return layer(x, key=key)
+
+        step(jnp.ones(3), n=2, act=jax.nn.gelu)
+        step(jnp.ones(3), n=np.int64(2), act=jax.nn.gelu)
+        step(jnp.ones(3), n=2, act=jax.nn.leaky_relu)
+        layer, key = eqx.nn.Dropout(0.5), jax.random.key(0)
+        drop(layer, jnp.ones(3), key)
+        drop(eqx.nn.inference_mode(layer), jnp.ones(3), key)
+    """)
+    log = tmp_path / "events.jsonl"
+    result, ran = cli.json("run", "--events-log", str(log), script, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    again, replayed = cli.json("report", log, tmp_path=tmp_path)
+    assert again.exit_code == 0, again.output
+    for key in ("cause_table", "suggestions"):
+        assert replayed[key] == ran[key], key
+    said = " ".join(s["message"] for s in ran["suggestions"])
+    assert "e.g. `int(n)`" in said and "is the mode switch of `Dropout`" in said
+    assert any(row["values"] == "jax.nn.gelu -> jax.nn.leaky_relu" for row in ran["cause_table"])

@@ -9,7 +9,12 @@ from dataclasses import replace
 from recompile_cli.analysis.cache_keys import CONSTANTS_FIX, KeyPart, compare, explain
 from recompile_cli.analysis.cache_outcomes import outcomes
 from recompile_cli.capture.cache_key_text import normalise, strip_locations
-from recompile_cli.render.cache_keys import comparison_lines, merged_text, outcome_line
+from recompile_cli.render.cache_keys import (
+    comparison_lines,
+    merged_text,
+    missed_line,
+    outcome_line,
+)
 from recompile_cli.session.cache_key import CacheKeyInfo, CacheMissReason, pairs
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -169,6 +174,20 @@ def test_outcomes_count_reasons_and_exact_savings():
                                    "(under_min_compile_time 1)")
 
 
+def test_the_outcomes_name_the_users_functions_that_missed_and_how_to_see_why():
+    key = info(program())
+    found = outcomes([event(0, key, CacheOutcome.HIT, "hit"),
+                      event(1, key, CacheOutcome.MISS_WRITTEN, "train_step"),
+                      event(2, key, CacheOutcome.MISS_NOT_WRITTEN, "eval_step"),
+                      event(3, key, CacheOutcome.MISS_WRITTEN, "train_step"),
+                      replace(event(4, key, CacheOutcome.MISS_WRITTEN, "sin"), owner=Owner.JAX)])
+    assert found.missed == ("train_step", "eval_step")
+    assert missed_line(found) == (
+        "missed: train_step, eval_step; to see why, save this run and an earlier one (--save) "
+        "and compare them: recompile-cli diff EARLIER.json THIS.json")
+    assert missed_line(outcomes([event(0, key, CacheOutcome.HIT)])) is None
+
+
 def test_merge_explains_each_process_against_the_first():
     old, new = info(program()), info(program(lr="5.000000e-02"))
     session = Session(
@@ -182,3 +201,19 @@ def test_merge_explains_each_process_against_the_first():
     data = json.loads(merged_text('{"functions": []}', session, "json"))
     [changed] = data["persistent_cache"]["1"]["changed"]
     assert changed["changes"][0]["part"] == "constants"
+
+
+def test_explain_names_a_constant_whose_shape_or_dtype_changed_at_its_user_line():
+    """A baked-in table that grew (or changed dtype) is named by its abstract types and the
+    user line that reads it, not as "constant -> constant" at the first operation's line."""
+    grown = program().replace("dense<1.000000e-01> : tensor<f32>",
+                              "dense<[1.0, 2.0]> : tensor<2xf32>")
+    retyped = program().replace("dense<1.000000e-01> : tensor<f32>", "dense<1> : tensor<i32>")
+    for changed, what, after in ((grown, "shape", "f32[2]"), (retyped, "dtype", "i32[]")):
+        [change] = explain(info(program()), info(changed))
+        assert change.part == KeyPart.COMPUTATION
+        assert change.summary == (f"the program differs: a baked-in constant 1 changed {what} "
+                                  f"(f32[] -> {after}) at /work/a/train.py:29")
+        [detail] = change.details
+        assert (detail.what, detail.before, detail.after, detail.site) == (
+            "constant 1", "f32[]", after, "/work/a/train.py:29")

@@ -88,6 +88,10 @@ def test_missing_calls_means_one_call_without_arguments(tmp_path):
     ("calls:\n  - args: [{scalar: 2, dtype: bool}]\n", "calls[0].args[0].scalar", 2,
      "a bool scalar is true or false"),
     ("calls:\n  - args: [{call: nocolon}]\n", "calls[0].args[0].call", 2, "module:function"),
+    ("calls:\n  - args: [{call: 'm:f', fresh: 'yes'}]\n", "calls[0].args[0].fresh", 2,
+     "must be true or false, got 'yes': true builds a new object for every call"),
+    ("calls:\n  - args: [{call: 'm:f', fresh: 1}]\n", "calls[0].args[0].fresh", 2,
+     "true or false"),
     ("- just\n- a list\n", "(top level)", None, "mapping"),
 ])
 def test_spec_errors_name_file_field_and_line(tmp_path, text, field, line, words):

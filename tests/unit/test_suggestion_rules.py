@@ -46,6 +46,13 @@ def static(text: str, number: int, identity: bool = False, **leaves) -> Signatur
                    static_classes={"m": StaticClass(number, "Model", identity)})
 
 
+def typed(text: str, number: int, kind: str, equal_to: tuple[int, ...] = (),
+          convert: str = "") -> Signature:
+    """A static ``mode`` of type ``kind``, equal to the classes ``equal_to`` but for type."""
+    return replace(sig(x=X3, static={"mode": text}), static_classes={
+        "mode": StaticClass(number, kind, False, equal_to, convert)})
+
+
 FIELD = Note("field")
 
 
@@ -73,6 +80,8 @@ FIRES: dict[str, list] = {
     "change_rank": [sig(x=leaf("f32", 4)), sig(x=leaf("f32", 4, 2))],
     "cast_dtype": [sig(x=leaf("f32", 4)), sig(x=leaf("i32", 4))],
     "weak_type": [sig(s=leaf("f32", weak=True)), sig(s=leaf("f32"))],
+    "library_mode": [nnx_flag(f"{v}\tattr mode") for v in ("False", "True")],
+    "static_type": [typed("2", 1, "int"), typed("np.int64(2)", 2, "int64", (1,), "int")],
     "static_function": [sig(x=X3, static={"fn": LAMBDA.format(n)}) for n in (10, 20, 30)],
     "static_identity": [static("Model(n=2)", n, identity=True) for n in (1, 2, 3)],
     "static_object": [sig(x=X3, static={"c": f"<Cfg object at 0x7f000000{n}0>"})
@@ -104,6 +113,10 @@ SILENT: dict[str, list] = {
     # a weak-type change inside another jit is the parent's consequence
     "weak_type": [sig(y=X3), event(sig(s=leaf("f32", weak=True)), function="g", depth=1),
                   event(sig(s=leaf("f32")), function="g", depth=1)],
+    # a bool attribute that the library does not branch on (no mode note): a plain flag
+    "library_mode": [nnx_flag(f"{v}\tattr") for v in ("False", "True")],
+    # 2 and 3: unequal values, whatever their types
+    "static_type": [typed("2", 1, "int"), typed("np.int64(3)", 2, "int64")],
     # two different functions (compared by identity), each compiled once: expected
     "static_function": [static("<function relu at 0x7f0000000010>", 1, identity=True),
                         static("<function gelu at 0x7f0000000020>", 2, identity=True)],
@@ -240,9 +253,46 @@ def test_last_partial_batch():
                    paths={"batch['x']": leaf("f32", n, 3), "batch['y']": leaf("i32", n)})
                for n in (32, 32, 32, 32, 32, 4)])
     assert (s.code, s.predicted_compiles) == ("shape", 1)
+    # calls not counted: each epoch's last batch and the run's look the same
     assert s.message == (
-        "the last batch is smaller: `batch['x']` dim 0 is 32, then 4 once at the end. Pad the "
-        "last batch to 32 (and mask it) or drop it (drop_last): 2 compiles -> 1.")
+        "the last batch is smaller: `batch['x']` dim 0 is 32, then 4 in a later call (the last "
+        "batch of each epoch or of the run: `--count-calls` tells which). Pad the last batch "
+        "to 32 (and mask it) or drop it (drop_last): 2 compiles -> 1.")
+
+
+def batches(*sizes: int, at: list[int], calls: int) -> Suggestion:
+    """The advice for counted calls of ``f`` with batches ``x`` of ``sizes`` traced ``at``."""
+    return only(*counted(*[sig(x=leaf("f32", n, 3)) for n in sizes], at=at),
+                calls={KEY: calls})
+
+
+def test_a_last_batch_of_each_epoch_says_how_often():
+    # 3 epochs of 4 counted calls: 32, 32, 32, 4 each; the later ones hit the cache
+    s = batches(32, 4, at=[0, 3], calls=12)
+    assert s.message.startswith(
+        "the last batch is smaller: `x` dim 0 is 32, then 4 every 4th call (the last batch of "
+        "each of 3 epochs of 4 calls). Pad the last batch to 32")
+    # 9 calls of 32 and 3 of 4: padding adds 3 * 28 rows to 9 * 32 + 3 * 4
+    assert s.message.endswith("(padding computes 28% more elements over the 12 calls).")
+
+
+@pytest.mark.parametrize(("at", "calls"), [([0, 3], 10), ([0, 1], 2)],
+                         ids=["not at an epoch's end", "after one call"])
+def test_a_smaller_batch_that_ends_nothing_is_no_last_batch(at, calls):
+    s = batches(32, 4, at=at, calls=calls)
+    assert s.message.startswith("`x` dim 0 took the values 32, 4: pad to 32 (and mask)")
+    assert "last batch" not in s.message and "drop_last" not in s.message
+
+
+def test_a_shorter_sequence_is_no_last_batch_but_a_length_to_bucket():
+    # dim 1, a sequence length that shrinks at step 2 and stays: never "drop the last batch"
+    s = only(*counted(*[sig(x=leaf("f32", 8, n)) for n in (104, 103)], at=[0, 1]),
+             calls={KEY: 2})
+    assert s.message == (
+        "`x` dim 1 (not the leading, batch dimension) took the values 104, 103: a length that "
+        "varies between calls. Pad it to 104, or to a few bucket sizes if more lengths come "
+        "(e.g. multiples of 16), and mask the padding: 2 compiles -> 1 (pads 0.5% more "
+        "elements over the 2 calls).")
 
 
 def test_a_change_of_rank_is_never_advised_padding():
@@ -463,6 +513,29 @@ def test_mode_flag():
     s = only(*FIRES["mode_flag"])
     assert s.message.startswith("`model.bn.use_running_average` took the values False, True "
                                 "between calls of f: a static field or attribute")
+
+
+def test_a_library_mode_switch_is_expected_never_traced():
+    """A Python bool that the library module holding it branches on: each mode compiles
+    once, expected; no fix is predicted and nothing says to trace it."""
+    def model(value: str) -> Signature:
+        structure = node_map_text([("", "Model"), (".bn", "BatchNorm"),
+                                   (".bn.use_running_average", value)], "Model")
+        return sig(structure={"model": structure}, paths={"model.bn.scale": X3})
+
+    s = only(model("False\tattr mode"), model("True\tattr mode"))
+    assert (s.code, s.predicted_compiles) == ("tree_structure", None)
+    assert s.message.startswith(
+        "`model.bn.use_running_average` is the mode switch of `BatchNorm` (a Python bool the "
+        "library branches on) and took the values False, True between calls of f: each mode "
+        "compiles once, as expected. It cannot be traced")
+    assert "pass it as a traced array" not in s.message
+
+
+@pytest.mark.parametrize("note", [Note("attr", mode=True), Note("leaf", 2, "bool", False, True),
+                                  Note("field", 1, "Tx", True), Note("aux")])
+def test_a_note_reads_back_as_written(note):
+    assert Note.parse(str(note)) == note
 
 
 def test_tree_structure():

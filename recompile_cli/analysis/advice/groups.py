@@ -18,7 +18,14 @@ from recompile_cli.analysis.advice import predict
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature
-from recompile_cli.session.structures import node_map
+from recompile_cli.session.structures import (
+    Note,
+    node_map,
+    node_map_text,
+    split_note,
+    treedef_text,
+    with_note,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,46 @@ class Group:
         found = list(dict.fromkeys(sig.static[self.argument] for sig in self.distinct
                                    if self.argument in sig.static))
         return found or self.values()
+
+    def lines(self, path: str | None = None) -> list[str]:
+        """The node map description of ``path`` (default: ``argument``) in each of the
+        function's distinct signatures that has one, in order: a structure's part (its paths
+        follow the argument's name) or a static value's (full paths)."""
+        path = self.argument or "" if path is None else path
+        top = top_name(path)
+        found = []
+        for sig in self.distinct:
+            maps = [(text, path) for text in sig.static.values()]
+            if top in sig.structure:
+                maps.append((sig.structure[top], path[len(top):]))
+            for text, key in maps:
+                description = (node_map(text) or {}).get(key)
+                if description is not None:
+                    found.append(description)
+        return found
+
+    def functions(self) -> list[bool]:
+        """For each value at ``argument`` (each distinct signature's), whether it is or holds
+        a function: marked so by the recording (``StaticClass.function``, ``Note.function``),
+        or a function's ``repr`` in its text (a value holding functions, such as an optimizer;
+        a session recorded before functions were named)."""
+        name = self.argument or ""
+        found = []
+        for sig in self.distinct:
+            if name in sig.static:
+                klass = sig.static_classes.get(name)
+                found.append((klass is not None and klass.function)
+                             or callable_text(sig.static[name]))
+        if found:
+            return found
+        for line in self.lines():
+            text, note = split_note(line)
+            found.append((note is not None and note.function) or callable_text(text))
+        return found or [callable_text(value) for value in self.values()]
+
+    def notes(self) -> list[Note]:
+        """The note of each line of static data at ``argument`` (``lines``)."""
+        return [note for line in self.lines() if (note := split_note(line)[1]) is not None]
 
     @property
     def whole_static(self) -> bool:
@@ -170,9 +217,25 @@ def without_address(text: str) -> str:
 
 
 def recreated(texts: list[str]) -> bool:
-    """Some of ``texts`` differ only by memory addresses: objects re-created with the same
-    contents (a lambda, a partial, an object without value equality)."""
-    return len({without_address(t) for t in texts}) < len(set(texts))
+    """Some of ``texts`` differ only by memory addresses, or (node maps) by notes that tell
+    values apart that print the same: objects re-created with the same contents (a lambda, a
+    partial, an object without value equality)."""
+    return len({compared_by_text(t) for t in texts}) < len(set(texts))
+
+
+def compared_by_text(structure: str) -> str:
+    """A stored value or structure compared by its text without memory addresses, and
+    without the notes that tell values apart that print the same: what it would be with one
+    object kept, or value equality."""
+    nodes = node_map(structure)
+    if nodes is None:
+        return without_address(structure)
+    kept = []
+    for path, description in nodes.items():
+        text, note = split_note(description)
+        text = without_address(text)
+        kept.append((path, text if note is None else with_note(text, Note(note.kind))))
+    return node_map_text(kept, without_address(treedef_text(structure)))
 
 
 # A node map's description of a container, not of a static value: a path absent on one side,

@@ -170,23 +170,33 @@ def pad_dimension(g: Group) -> Advice | None:
     full_cost = cost(g, axis, to_full, counts)
     if len(values) == 2:
         small = min(values)
-        # The call history of the argument: a last batch follows several calls of the full
-        # size from the same call site; two datasets come from two call sites, or early.
+        # The call history of the argument: a last batch is the leading dimension, first the
+        # full size, then the smaller one from the same call site at the end of the run or of
+        # each epoch; two datasets come from two call sites, or early.
         at, sites = _history(g, path, dim, small, full)
-        last_batch = (sizes[-1] == small and sizes.count(small) == 1
-                      and (at >= 2 if at is not None else len(sites) == 1))
-        if last_batch:
-            calls = f" (call {at + 1}, after {at} calls of {full})" if at is not None else ""
+        how_often = (_last_batch(g, sizes, small, full, at, sites) if dim == 0 else None)
+        if how_often is not None:
+            if counts.counted and at is not None and g.compiles == 2 and g.calls:
+                # the smaller batch every (at + 1)th call, as said: the calls of each size
+                small_calls = g.calls // (at + 1)
+                full_cost = cost(g, axis, to_full, CallCounts(
+                    [g.calls - small_calls, small_calls], [], True, g.calls))
             weighed = f" (padding computes {full_cost.text()})" if counts.counted else ""
             return Advice(
-                f"the last batch is smaller: {where} is {full}, then {small} once at the "
-                f"end{calls}. Pad the last batch to {full} (and mask it) or drop it "
-                f"(drop_last): {g.compiles} compiles -> {pad_all}{weighed}." + g.also(),
-                pad_all)
+                f"the last batch is smaller: {where} is {full}, then {small} {how_often}. Pad "
+                f"the last batch to {full} (and mask it) or drop it (drop_last): {g.compiles} "
+                f"compiles -> {pad_all}{weighed}." + g.also(), pad_all)
         if full_cost.absurd:
             return None
         pad = (f"pad to {full} (and mask) so that one shape is reused: {g.compiles} compiles "
                f"-> {pad_all} (pads {full_cost.text()})")
+        if dim > 0:  # a length (a sequence, a number of items), not the batch
+            return Advice(
+                f"{where} (not the leading, batch dimension) took the values "
+                f"{listed([str(v) for v in values])}: a length that varies between calls. Pad "
+                f"it to {full}, or to a few bucket sizes if more lengths come (e.g. multiples "
+                f"of {predict.multiple_for(values)}), and mask the padding: {g.compiles} "
+                f"compiles -> {pad_all} (pads {full_cost.text()})." + g.also(), pad_all)
         # Two datasets only on evidence: each size from its own line of code. Counted calls
         # (a spec, --count-calls) show a sequence of calls of one function instead.
         if (sizes.count(small) == 1 and sizes.count(full) == 1 and at is None
@@ -236,6 +246,38 @@ def change_rank(g: Group) -> Advice:
         f"({listed([leaf.short for leaf in g.leaves])}); arrays of different ranks are "
         "different programs, and padding cannot merge them. If one rank is meant, reshape it "
         "before the call (e.g. add the missing axis)." + g.also())
+
+
+def _last_batch(g: Group, sizes: list[int], small: int, full: int, at: int | None,
+                sites: set[str | None]) -> str | None:
+    """How often a smaller last batch came (``once at the end (call 64 of 64)``, ``every 4th
+    call ...``), or None when the record does not show one: the full size first, the smaller
+    one traced once, last, from the one call site, after more than one call of the full size.
+    Uncounted calls do not say how often: a batch of each epoch and one at the end of the run
+    look the same."""
+    if not (sizes[0] == full and sizes[-1] == small and sizes.count(small) == 1):
+        return None
+    if at is None:
+        if len(sites) != 1 or g.calls is not None:
+            return None
+        return ("in a later call (the last batch of each epoch or of the run: `--count-calls` "
+                "tells which)")
+    calls = g.calls
+    if at < 2 or calls is None:
+        return None
+    if at == calls - 1:
+        return f"once at the end (call {at + 1}, after {at} calls of {full})"
+    epoch = at + 1
+    if calls % epoch == 0:
+        return (f"every {_ordinal(epoch)} call (the last batch of each of {calls // epoch} "
+                f"epochs of {epoch} calls)")
+    return None
+
+
+def _ordinal(n: int) -> str:
+    """``4th``, ``2nd``, ``11th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _history(g: Group, path: str, dim: int, small: int, full: int

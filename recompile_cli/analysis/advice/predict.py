@@ -295,6 +295,21 @@ def static_as(name: str, change: Callable[[str], str]) -> Transform:
     return transform
 
 
+def static_classes_as(name: str, merged: dict[int, tuple[int, str]]) -> Transform:
+    """Static argument ``name``'s values of the equality classes in ``merged`` as the value
+    of the class each joins (class -> (that class, its stored text)): equal values of
+    different types given one type."""
+    def transform(sig: Signature) -> Signature:
+        klass = sig.static_classes.get(name)
+        if klass is None or klass.number not in merged:
+            return sig
+        number, text = merged[klass.number]
+        return replace(sig, static={**sig.static, name: text}, static_classes={
+            **sig.static_classes, name: replace(klass, number=number)})
+
+    return transform
+
+
 def structure_as(name: str, change: Callable[[str], str]) -> Transform:
     """The structure text of argument ``name`` mapped through ``change``."""
     def transform(sig: Signature) -> Signature:

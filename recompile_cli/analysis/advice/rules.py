@@ -17,7 +17,6 @@ from recompile_cli.analysis.advice import padding, texts
 from recompile_cli.analysis.advice.groups import (
     Advice,
     Group,
-    callable_text,
     key_impl,
     number,
     numeric_dtype,
@@ -96,16 +95,14 @@ def _new_objects(g: Group) -> bool:
     """Objects (not functions: different functions are different programs) re-created for each
     call: texts that differ only by a memory address, or a type that compares by identity."""
     values = g.statics()
-    return not any(map(callable_text, values)) and (
+    return not any(g.functions()) and (
         recreated(values) or (_identity(g) and not _detail(g, PRINTS_SAME_UNEQUAL)))
 
 
 def _functions(g: Group) -> bool:
     """Function objects (or values holding one) re-created for each call: texts that differ
     only by memory addresses, or that print the same but compare unequal."""
-    values = g.statics()
-    return all(map(callable_text, values)) and (recreated(values)
-                                                or _detail(g, PRINTS_SAME_UNEQUAL))
+    return all(g.functions()) and (recreated(g.statics()) or _detail(g, PRINTS_SAME_UNEQUAL))
 
 
 def _numbers(g: Group) -> bool:
@@ -136,6 +133,12 @@ def _containers(g: Group) -> bool:
     """Containers of data that changed (not a model's or an optimizer's: those change with
     the model, and no padding or masking of the call fixes them)."""
     return not _field(g) and not _field_objects(g) and not g.in_model
+
+
+def _library_mode(g: Group) -> bool:
+    """A Python bool that the library class holding it branches on (``Note.mode``)."""
+    notes = g.notes()
+    return bool(notes) and all(note.mode for note in notes)
 
 
 def _mode(g: Group) -> bool:
@@ -180,6 +183,16 @@ RULES: tuple[Rule, ...] = (
          "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
          "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
          texts.weak_types, "every such leaf given a dtype where it is made"),
+    Rule("library_mode", frozenset({C.STATIC_VALUE, C.TREE_STRUCTURE}),
+         "a Python bool of a library's module that the library branches on in Python (a mode "
+         "switch such as equinox `Dropout(inference=...)` or flax `BatchNorm"
+         "(use_running_average=...)`): each mode compiling once is expected",
+         _library_mode, texts.library_mode),
+    Rule("static_type", frozenset({C.STATIC_VALUE}),
+         "a static argument that took equal values of different types (`2` and "
+         "`np.int64(2)`, an `Enum` member and its value), which JAX keys apart",
+         lambda g: bool(texts.type_pairs(g)), texts.static_type,
+         "the argument converted to one type"),
     Rule("static_function", frozenset({C.STATIC_VALUE}),
          "a static value that is (or holds) a function object and differs only by memory "
          "addresses or prints the same but compares unequal (re-created each call)",

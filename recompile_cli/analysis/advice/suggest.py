@@ -20,7 +20,7 @@ from recompile_cli.analysis.advice.groups import Group
 from recompile_cli.analysis.advice.rules import PER_FUNCTION, advise
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.shorten import shown
-from recompile_cli.session.model import CauseCode, Event, Owner, function_key
+from recompile_cli.session.model import CauseCode, Event, Owner, TraceError, function_key
 
 
 class SuggestionCode(StrEnum):
@@ -28,6 +28,7 @@ class SuggestionCode(StrEnum):
 
     TRACE_ERROR = "trace_error"  # a trace raised, e.g. a concretization error
     UNHASHABLE_STATIC = "unhashable_static"  # JAX refused a static argument it cannot hash
+    REFUSED_CALL = "refused_call"  # JAX refused a call of the function: a static argument
 
 
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",
@@ -58,11 +59,12 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
     """The advice for the user's top-level re-compilations and failed traces, and for what the
     target ``raised`` where JAX refused it; ``calls`` (function key -> calls, where counted)
     weighs what padding costs."""
-    unhashable = _unhashable_static(raised)
-    if unhashable is not None:
-        yield unhashable
     errors, found = gather(events, causes, calls)
-    for (name, argument), event in errors.items():
+    unhashable = _unhashable_static(raised)
+    if unhashable is not None and not any(e.error is not None and e.error.refused
+                                          for e in errors.values()):
+        yield unhashable  # JAX refused a call the recording could not pin to a function
+    for (name, argument, _), event in errors.items():
         yield _trace_error(name, argument, event)
     for group in found:
         advice = advise(group)
@@ -72,14 +74,14 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
 
 def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
            calls: dict[str, int] | None = None
-           ) -> tuple[dict[tuple[str, str | None], Event], list[Group]]:
-    """(the first failed trace per function and argument, the ``Group``s to advise on), in one
-    pass over the events."""
+           ) -> tuple[dict[tuple[str, str | None, str], Event], list[Group]]:
+    """(the first failed trace or refused call per function, argument and (for a refused
+    call) why, the ``Group``s to advise on), in one pass over the events."""
     functions: dict[tuple[str, str | None], _Function] = {}
     by_key: dict[str, _Function] = {}  # two (name, defined_at) may share a function_key
     groups: dict[tuple[str, CauseCode, str | None], tuple[_Function, list[Event], list[Cause],
                                                      dict[str, None]]] = {}
-    errors: dict[tuple[str, str | None], Event] = {}
+    errors: dict[tuple[str, str | None, str], Event] = {}
     for event in events:
         if event.owner != Owner.USER or event.depth != 0:
             continue
@@ -89,7 +91,8 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
             key = function_key(*where)
             fn = functions[where] = by_key.setdefault(key, _Function(key))
         if event.error is not None:
-            errors.setdefault((event.function, event.error.argument), event)
+            kind = refusal_kind(event.error) if event.error.refused else ""
+            errors.setdefault((event.function, event.error.argument, kind), event)
             continue
         if event.traced and event.signature is not None:
             fn.traces.append(event)
@@ -120,6 +123,8 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
     error = event.error
     assert error is not None
+    if error.refused:
+        return Suggestion(name, SuggestionCode.REFUSED_CALL, _refused(error))
     if error.type in _CONCRETIZATION and argument:
         message = (f"raised {error.type} while tracing: the value of `{argument}` "
                    "is used in Python control flow. Mark it static "
@@ -140,6 +145,57 @@ def _change_text(cause: Cause) -> str:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_HASHABLE_FIX = ("JAX hashes static arguments to find the compiled program: pass a hashable "
+                 "value instead (a tuple for a list, a frozen dataclass or NamedTuple for a "
+                 "dict or a mutable object)")
+_UNEQUAL = re.compile(r"comparable using __eq__.*?types <class '([^']+)'>", re.DOTALL)
+_RAISED_BY = re.compile(r"(\w+) raised by ([\w.]+)\.(__hash__|__eq__) of a static argument")
+
+
+def refusal_kind(error: TraceError) -> str:
+    """Why JAX refused a call: ``unhashable`` (a value it cannot hash), ``eq`` (an ``__eq__``
+    that raised when JAX compared two values), ``hash`` (the value's ``__hash__`` raised) or
+    ``metadata`` (the ``__eq__`` of a pytree node's static data raised)."""
+    raised_by = _RAISED_BY.search(error.message)
+    if raised_by is not None:
+        return "eq" if raised_by.group(3) == "__eq__" else "hash"
+    if error.message.startswith("Exception raised while checking equality of metadata"):
+        return "metadata"
+    return "eq" if _UNEQUAL.search(error.message) else "unhashable"
+
+
+def _refused(error: TraceError) -> str:
+    """The advice for a call JAX refused, by why (``refusal_kind``)."""
+    what = f"static argument `{error.argument}`" if error.argument else "a static argument"
+    kind = refusal_kind(error)
+    if kind == "metadata":
+        return ("JAX refused a call: comparing the static data of a pytree node in its "
+                "arguments (a meta field, a `pytree_node=False` or `static=True` field, aux "
+                "data) with an earlier call's raised in that value's `__eq__`. JAX compares "
+                "static data with `==`: give its class an `__eq__` that returns a bool for any "
+                "other object, or keep such a value out of the node's static data.")
+    raised_by = _RAISED_BY.search(error.message)
+    if kind == "hash" and raised_by is not None:
+        return (f"JAX refused a call: `{raised_by.group(2)}.__hash__` of {what} raised "
+                f"{raised_by.group(1)}. {_HASHABLE_FIX}, or give the class a `__hash__` that "
+                "does not raise.")
+    named = _UNEQUAL.search(error.message) if kind == "eq" else _UNHASHABLE.search(
+        error.message + ". The error was")
+    type_name = error.value_type or (raised_by.group(2) if raised_by is not None else
+                                     named.group(1).rpartition(".")[2] if named is not None
+                                     else None)
+    if kind == "eq":
+        of = f" (a `{type_name}`)" if type_name else ""
+        return (f"JAX refused a call: comparing {what}{of} with an earlier value raised in its "
+                "`__eq__`. JAX compares static arguments with `==`: give the class an `__eq__` "
+                "that returns a bool for any other object (and a `__hash__` that agrees with "
+                "it), or pass a value of a type that has one.")
+    value = error.value or (named.group(2) if named is not None else None)
+    held = f" a `{type_name}`" + (f" (`{shown(value, 60)}`)" if value else "") if type_name \
+        else " a value"
+    return f"JAX refused a call: {what} is or holds{held}, which it cannot hash. {_HASHABLE_FIX}."
 
 
 _UNHASHABLE = re.compile(r"Non-hashable static arguments are not supported\. An error occurred "

@@ -14,6 +14,7 @@ from recompile_cli.analysis.advice.groups import (
     KEY_WORDS,
     Advice,
     Group,
+    compared_by_text,
     key_impl,
     listed,
     number,
@@ -23,14 +24,10 @@ from recompile_cli.analysis.advice.groups import (
 from recompile_cli.analysis.nearest import top_name
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.locations import relative
-from recompile_cli.session.model import FunctionKind, Leaf
+from recompile_cli.session.model import FunctionKind, Leaf, StaticClass
 from recompile_cli.session.structures import (
-    Note,
-    node_map,
-    node_map_text,
     split_note,
     treedef_text,
-    with_note,
 )
 
 
@@ -177,6 +174,39 @@ def _kept(g: Group) -> int | None:
                                                                 without_address))
 
 
+def type_pairs(g: Group) -> list[tuple[StaticClass, str, StaticClass, str]]:
+    """(earlier class, its stored text, later class, its stored text) for each value of the
+    whole static argument ``argument`` equal to an earlier one but of another type, in order."""
+    name = g.argument or ""
+    seen: dict[int, tuple[StaticClass, str]] = {}
+    pairs = []
+    for sig in g.distinct:
+        klass = sig.static_classes.get(name)
+        if klass is None or name not in sig.static:
+            continue
+        pairs += [(*seen[n], klass, sig.static[name]) for n in klass.equal_to if n in seen]
+        seen.setdefault(klass.number, (klass, sig.static[name]))
+    return pairs
+
+
+def static_type(g: Group) -> Advice:
+    """Equal values of different types (``2`` and ``np.int64(2)``) of a static argument."""
+    pairs = type_pairs(g)
+    merged: dict[int, tuple[int, str]] = {}
+    for earlier, text, later, _ in pairs:
+        merged[later.number] = merged.get(earlier.number, (earlier.number, text))
+    fix, after = g.fix(predict.compiles_after(g.distinct, predict.static_classes_as(
+        g.argument or "", merged)))
+    shown_pairs = listed([f"{shown(treedef_text(a), 40)} ({ka.type}) and "
+                          f"{shown(treedef_text(b), 40)} ({kb.type})"
+                          for ka, a, kb, b in pairs], 3)
+    return Advice(
+        f"static argument `{g.argument}` of {g.name} took equal values of different types "
+        f"({shown_pairs}); JAX keys a static argument on its type as well as its value, so "
+        "each type compiles once. Give it one type where it is passed, e.g. "
+        f"`{pairs[0][2].convert}({g.argument})`{fix}." + g.also(), after)
+
+
 def static_function(g: Group) -> Advice:
     """A function object re-created for each call and passed as a static argument."""
     text, after = g.fix(_kept(g))
@@ -224,7 +254,7 @@ def field_object(g: Group) -> Advice:
     name = top_name(g.argument or "")
     text, after = g.fix(predict.compiles_after(
         g.distinct, predict.structure_as(name, compared_by_text)))
-    functions = any("<function" in v or "functools.partial(" in v for v in g.values())
+    functions = any(g.functions())
     what = (f"`{g.argument}`, static data of `{name}`," if g.argument != name else
             f"the static data of `{name}` (a static field or aux data)")
     return Advice(
@@ -235,18 +265,16 @@ def field_object(g: Group) -> Advice:
         + f"{text}." + g.also(), after)
 
 
-def compared_by_text(structure: str) -> str:
-    """A stored structure whose static data compares by its text without memory addresses:
-    what it would be with one object kept, or value equality."""
-    nodes = node_map(structure)
-    if nodes is None:
-        return without_address(structure)
-    kept = []
-    for path, description in nodes.items():
-        text, note = split_note(description)
-        text = without_address(text)
-        kept.append((path, text if note is None else with_note(text, Note(note.kind))))
-    return node_map_text(kept, without_address(treedef_text(structure)))
+def library_mode(g: Group) -> Advice:
+    """A library module's mode switch: a Python bool its code branches on."""
+    path = g.argument or ""
+    holder = [split_note(line)[0] for line in g.lines(path.rpartition(".")[0])]
+    of = f" of `{holder[0]}`" if holder else ""
+    return Advice(
+        f"`{path}` is the mode switch{of} (a Python bool the library branches on) and took "
+        f"the values {listed(g.values(), 3)} between calls of {g.name}: each mode compiles "
+        "once, as expected. It cannot be traced; switch modes rarely (e.g. evaluate once per "
+        "epoch)." + g.also())
 
 
 def mode_flag(g: Group) -> Advice:

@@ -15,11 +15,14 @@ texts in place. Runs on cache misses only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from recompile_cli.capture.branches import mode_switch
+from recompile_cli.capture.function_names import function_name, named_functions
 from recompile_cli.capture.jax.equality import type_name
 from recompile_cli.session.structures import (
     ATTR,
@@ -37,16 +40,24 @@ FULL_LIMIT = 4000
 
 
 def full_repr(value: Any) -> str:
-    """``repr(value)``, whole up to ``FULL_LIMIT`` characters; longer ones keep a prefix and a
-    digest of the full text, so that two values compare equal exactly when their reprs do."""
+    """``value``'s text (``value_text``)."""
+    return value_text(value)[0]
+
+
+def value_text(value: Any) -> tuple[str, bool]:
+    """(``repr(value)``, whether ``value`` is or holds a function), a function shown by its
+    name (``function_names``): whole up to ``FULL_LIMIT`` characters; longer ones keep a
+    prefix and a digest of the full text, so that two values compare equal exactly when their
+    texts do."""
     try:
-        text = repr(value)
+        name = function_name(value, full_repr)
+        text, function = (name, True) if name is not None else named_functions(repr(value))
     except Exception:
-        text = f"<{type(value).__name__}>"
+        text, function = f"<{type(value).__name__}>", False
     if len(text) <= FULL_LIMIT:
-        return text
+        return text, function
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
-    return f"{text[:FULL_LIMIT // 2]}... [{len(text)} chars, sha256 {digest}]"
+    return f"{text[:FULL_LIMIT // 2]}... [{len(text)} chars, sha256 {digest}]", function
 
 
 # -- structures --------------------------------------------------------------------------
@@ -94,10 +105,10 @@ def static_nodes(value: Any, path: str, classify: Classify | None) -> list[tuple
     value of each that is not ``ARRAY`` (JAX compares it with ``==``), ``*`` for an array."""
     import jax
 
-    def leaf(leaf_path: str, item: Any) -> tuple[str, str]:
+    def leaf(leaf_path: str, item: Any, holder: Any) -> tuple[str, str]:
         if item is ARRAY or item is _UNKNOWN:
             return leaf_path, "*"
-        return _static_line(leaf_path, item, LEAF, classify)
+        return _static_line(leaf_path, item, LEAF, classify, holder)
 
     return _Walk(classify, leaf).nodes(jax.tree_util.tree_structure(value), value, path, None)
 
@@ -120,7 +131,7 @@ def static_view(value: Any, path: str, classify: Classify | None) -> str | None:
         return None
 
 
-def _array_leaf(path: str, item: Any) -> tuple[str, str]:
+def _array_leaf(path: str, item: Any, holder: Any) -> tuple[str, str]:
     return path, "*"
 
 
@@ -137,19 +148,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+# (path, value, the custom node class whose attribute it is, or None) -> a node map line
+LeafLine = Callable[[str, Any, Any], tuple[str, str]]
+
+
 class _Walk:
     """Walks a treedef and its value together, node by node, into node map lines."""
 
-    def __init__(self, classify: Classify | None,
-                 leaf: Callable[[str, Any], tuple[str, str]]) -> None:
+    def __init__(self, classify: Classify | None, leaf: LeafLine) -> None:
         self.classify = classify
         self.leaf = leaf
 
-    def nodes(self, treedef: Any, value: Any, path: str, parent: str | None
-              ) -> list[tuple[str, str]]:
+    def nodes(self, treedef: Any, value: Any, path: str, parent: str | None,
+              holder: Any = None) -> list[tuple[str, str]]:
+        """The lines of ``treedef`` at ``path``; ``holder``: the custom node class whose
+        attribute (``.name``) this is, if any."""
         data = treedef.node_data()
         if data is None:  # a leaf (none for NNX's state lists: its GraphDef names them)
-            return [] if parent == "NodeStates" else [self.leaf(path, value)]
+            return [] if parent == "NodeStates" else [self.leaf(path, value, holder)]
         kind, aux = data
         children = treedef.children()
         name = getattr(kind, "__name__", str(kind))
@@ -179,10 +195,13 @@ class _Walk:
             values = [child for _, child in keyed] if keyed else None
             out = [(path, _one_line(name)),
                    *_static_data(kind, aux, value, path, names, self.classify)]
+            holder = kind
+        custom = holder is kind
         for i, (child, child_name) in enumerate(zip(children, names, strict=False)):
             child_value = values[i] if values is not None and i < len(values) else _UNKNOWN
             out.extend(self.nodes(child, child_value, path + child_name,
-                                  "NodeStates" if parent == "NodeStates" else name))
+                                  "NodeStates" if parent == "NodeStates" else name,
+                                  kind if custom and child_name.startswith(".") else None))
         return out
 
 
@@ -215,11 +234,37 @@ def _static_data(kind: Any, aux: Any, value: Any, path: str, names: list[str],
     """The lines of a custom node's aux data: one per named static field, else one for all."""
     if aux is None:
         return []
-    fields = _field_names(kind, aux, value, {n[1:] for n in names if n.startswith(".")})
+    data = {n[1:] for n in names if n.startswith(".")}
+    fields = _field_names(kind, aux, value, data)
     if fields is None:
+        attribute = _attribute_holding(value, aux, data)
+        if attribute is not None:  # the aux data is one attribute of the node: named by it
+            return [_static_line(f"{path}.{attribute}", aux, FIELD, classify, kind)]
         return [_static_line(f"{path}.{AUX}", aux, WHOLE_AUX, classify)]
     return [_static_line(f"{path}.{field}", item, WHOLE_AUX if field.startswith("<") else FIELD,
-                         classify) for field, item in zip(fields, aux, strict=True)]
+                         classify, kind) for field, item in zip(fields, aux, strict=True)]
+
+
+def _attribute_holding(value: Any, aux: Any, data: set[str]) -> str | None:
+    """The one attribute of a custom node (not a child) that holds its aux data itself, the
+    same object (``jax.tree_util.Partial``'s ``func``, a class whose flatten returns
+    ``self.act``); None where none does, or several do."""
+    if value is _UNKNOWN:
+        return None
+    names = [n for n in getattr(value, "__dict__", {}) if n not in data]
+    names += [n for klass in type(value).__mro__ for n in getattr(klass, "__slots__", ())
+              if isinstance(n, str) and n not in data]
+    if isinstance(value, functools.partial):
+        names.append("func")
+    found = {n for n in names if not n.startswith("__") and _held(value, n) is aux}
+    return found.pop() if len(found) == 1 else None
+
+
+def _held(value: Any, name: str) -> Any:
+    try:
+        return getattr(value, name)
+    except Exception:  # a slot never set, a property that raises
+        return _UNKNOWN
 
 
 def _field_names(kind: Any, aux: Any, value: Any, data: set[str]) -> list[str] | None:
@@ -247,14 +292,21 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _static_line(path: str, item: Any, kind: str, classify: Classify | None) -> tuple[str, str]:
-    text = _one_line(full_repr(item))
-    note = Note(kind)
+def _static_line(path: str, item: Any, kind: str, classify: Classify | None,
+                 holder: Any = None) -> tuple[str, str]:
+    """The line of one static value at ``path``; ``holder``: the class whose attribute (the
+    last part of ``path``) it is, if known, to tell a library's mode switch."""
+    text, function = value_text(item)
+    text = _one_line(text)
+    mode = (type(item) is bool and isinstance(holder, type)
+            and mode_switch(holder, path.rpartition(".")[2]))
+    note = Note(kind, mode=mode, function=function)
     if classify is not None:
         try:
             klass = classify(path, item, text)
             if klass.ordinal:
-                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity)
+                note = Note(kind, klass.ordinal, type_name(klass.type), klass.identity, mode,
+                            function)
         except Exception:  # never raise into user code: the text alone tells values apart
             pass
     return path, with_note(text, note)
@@ -306,7 +358,8 @@ def graphdef_nodes(graphdef: Any, prefix: str, classify: Classify | None = None
             attr_kind = type(attr).__name__
             if attr_kind == "Static":
                 if not (isinstance(key, str) and key.startswith("_pytree__")):
-                    entries.append(_static_line(sub, attr.value, ATTR, classify))
+                    entries.append(_static_line(sub, attr.value, ATTR, classify,
+                                                getattr(node, "type", None)))
             elif attr_kind == "LeafAttr":
                 entries.append((sub, "*"))
                 leaves.append(sub)

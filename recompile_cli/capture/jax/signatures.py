@@ -12,17 +12,19 @@ nothing from ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import re
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from recompile_cli.capture import stack
-from recompile_cli.capture.jax import pytrees, replay, wrapped
+from recompile_cli.capture.jax import callbacks, pytrees, replay, wrapped
 from recompile_cli.capture.jax.equality import EqualityClasses
 from recompile_cli.capture.jax.pytrees import full_repr
 from recompile_cli.capture.jax.scalars import python_scalar_leaves
@@ -59,6 +61,13 @@ def _new_leaf(aval: Any) -> Leaf:
                 weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
 
 
+def _auto_axes(sharding: Any) -> bool:
+    """The sharding's mesh has ``Auto`` axes: a type-level spec (an abstract value's) does not
+    show how the array is placed along them."""
+    kinds = getattr(getattr(sharding, "mesh", None), "axis_types", None) or ()
+    return any(getattr(kind, "name", str(kind)) == "Auto" for kind in kinds)
+
+
 _cached_leaf = functools.lru_cache(maxsize=4096)(_new_leaf)
 
 
@@ -91,6 +100,8 @@ class TraceInfo:
     static_classes: dict[str, StaticClass] = field(default_factory=dict)
     python_scalars: tuple[str, ...] | None = None  # leaves passed as Python scalars
     replay: Replay | None = None  # a top-level trace's: how to make the call again
+    # the code the traced program calls back on the host (``callbacks``), found when asked
+    host_code: Callable[[], frozenset[types.CodeType]] = frozenset
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +153,8 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
     if names is not raw and jaxpr is not None:  # a wrapper's: its lowerings use them too
         _USER_NAMES.remember(jaxpr, names)
     leaves = {n: leaf(a) for n, a in zip(names, avals, strict=False)}
+    if any(item.sharding is not None for item in leaves.values()):
+        leaves = _own_placements(leaves, args, kwargs, static_nums, static_names)
     static_values = {params[i]: v for i, v in enumerate(args) if i in static_nums}
     static_values.update({k: v for k, v in kwargs.items() if k in static_names})
     static, static_classes, equinox = _statics(fun, args, params, static_values, classes,
@@ -162,7 +175,8 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
         static_classes=static_classes, python_scalars=python_scalar_leaves(
             names, avals, args, kwargs, static_nums, static_names),
         replay=_replay(fun, ji, args, kwargs, params, static_nums, static_names)
-        if depth == 0 and error is None else None)
+        if depth == 0 and error is None else None,
+        host_code=functools.partial(callbacks.host_code, jaxpr))
 
 
 def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -175,6 +189,31 @@ def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         return Replay(None, problem=f"reading the call raised {type(exc).__name__}")
 
 
+def _own_placements(leaves: dict[str, Leaf], args: tuple[Any, ...], kwargs: dict[str, Any],
+                    static_nums: set[int], static_names: set[str]) -> dict[str, Leaf]:
+    """``leaves`` with the own placement (``sharding.spec``, ``P('data',)``, marked ``auto``)
+    of each array argument placed on a mesh with ``Auto`` axes, whose abstract value has only
+    the type-level spec (``P(None, None)`` whatever the placement). The arguments are flattened
+    as JAX flattens them for ``avals``; anything that does not line up leaves them as they are."""
+    import jax
+
+    dynamic = (tuple(v for i, v in enumerate(args) if i not in static_nums),
+               {k: v for k, v in kwargs.items() if k not in static_names})
+    values = jax.tree_util.tree_leaves(dynamic)
+    if len(values) != len(leaves):
+        return leaves
+    out = {}
+    for (path, item), value in zip(leaves.items(), values, strict=True):
+        if (item.sharding is not None and isinstance(value, jax.Array)
+                and not isinstance(value, jax.core.Tracer)):  # public on 0.4.30-0.12
+            sharding = getattr(value, "sharding", None)
+            spec = getattr(sharding, "spec", None)
+            if spec is not None and _auto_axes(sharding):
+                item = dataclasses.replace(item, sharding=f"{spec}, auto")
+        out[path] = item
+    return out
+
+
 def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
              values: dict[str, Any], classes: EqualityClasses | None,
              function: tuple[str, str | None]
@@ -183,7 +222,8 @@ def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
     described by the user's paths). A container's text is a node map by paths (``cfg.steps``),
     equinox's static tuple one by the user's parameters (``model.act``, ``n``)."""
     name, defined_at = function
-    texts = {param: full_repr(value) for param, value in values.items()}
+    described = {param: pytrees.value_text(value) for param, value in values.items()}
+    texts = {param: text for param, (text, _) in described.items()}
     found: dict[str, StaticClass] = {}
     equinox = None
     if values and len(params) == 3:
@@ -192,7 +232,7 @@ def _statics(fun: Any, args: tuple[Any, ...], params: Sequence[str],
     for param, value in values.items():
         if classes is not None:
             found[param] = classes.classify(("static", name, defined_at, param), value,
-                                            texts[param]).described()
+                                            *described[param]).described()
         view = (equinox if equinox is not None and param == params[2] else
                 pytrees.static_view(value, param, _classifier(classes, name, defined_at, param)))
         if view is not None:
