@@ -47,7 +47,7 @@ FormatOption = Annotated[Format | None, typer.Option(
 OutputOption = Annotated[Path | None, typer.Option(
     "--output", "-o", parser=output.path_option, metavar="PATH",
     help=f"Also write the report to this file ({extensions_text()}); with csv, a folder gets "
-    "functions.csv, events.csv, causes.csv and compile_cost.csv.")]
+    "functions.csv, events.csv, causes.csv, compile_cost.csv and slow_calls.csv.")]
 SaveOption = Annotated[Path | None, typer.Option(
     "--save", parser=output.path_option, metavar="PATH",
     help="Save the session as JSON, to render later with `recompile-cli report`.")]

@@ -121,16 +121,10 @@ class Slow:
 OnSlow = Callable[[Slow, float, "types.FrameType | None"], None]
 
 
-@dataclass(slots=True)
-class _Pending:
-    """A dispatch of this thread, between ``_run_python_pjit`` and ``_get_fastpath_data``."""
-
-    p: Any
-    args_flat: Any
-    fun: Any
-    result: tuple[Any, ...]
-    start: float
-    worked: bool
+# A dispatch of this thread, between ``_run_python_pjit`` and ``_get_fastpath_data``: (p,
+# args_flat, fun, what _run_python_pjit returned, its start, whether it traced, lowered or
+# compiled). A tuple: it is made at every slow call.
+_Pending = tuple[Any, Any, Any, tuple[Any, ...], float, bool]
 
 
 class SlowCallHooks:
@@ -152,7 +146,10 @@ class SlowCallHooks:
         self._active = False
         self.problems: list[str] = []  # said once each, in the recorder's warnings
         self._groups: dict[tuple[Any, ...], Slow] = {}
-        self._sticky: dict[int, tuple[Any, SlowReason, str, str | None]] = {}
+        # sticky fallbacks of jit: id(executable, or jaxpr without one) -> (its ref, the group)
+        self._sticky: dict[int, tuple[Any, Slow]] = {}
+        # AOT executables: id -> (its ref, its group where it has no C++ path, its jaxpr's ref)
+        self._aot: dict[int, tuple[Any, Slow | None, Callable[[], Any]]] = {}
         self._entries: dict[tuple[Any, ...], Any] = {}  # fast-path entries made: key -> jaxpr ref
         self._raised: set[tuple[Any, ...]] = set()  # entries whose first call raised
         self._lowerings: dict[int, tuple[Any, Any]] = {}  # id(computation) -> (its ref, jaxpr ref)
@@ -165,7 +162,7 @@ class SlowCallHooks:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def install(self) -> None:
-        from jax._src import config, pjit, stages
+        from jax._src import config, core, pjit, stages
 
         self._originals = {"_infer_params": pjit._infer_params,
                            "_run_python_pjit": pjit._run_python_pjit,
@@ -173,6 +170,7 @@ class SlowCallHooks:
                            "_cpp_pjit": pjit._cpp_pjit,
                            "Compiled.call": stages.Compiled.__dict__["call"]}
         self._active = True
+        self._clean = core.trace_state_clean
         pjit._infer_params = self._infer_params
         pjit._run_python_pjit = self._run_python_pjit
         pjit._get_fastpath_data = self._get_fastpath_data
@@ -260,9 +258,7 @@ class SlowCallHooks:
         start = getattr(local, "start", None)
         local.start = None
         try:
-            from jax._src import core
-
-            clean = core.trace_state_clean()
+            clean = self._clean()
             work = self._work() if clean else 0
         except Exception as exc:
             self._report(exc)
@@ -277,7 +273,7 @@ class SlowCallHooks:
             raise
         if clean:
             try:
-                local.pending = _Pending(p, args_flat, fun, result, start, self._work() != work)
+                local.pending = (p, args_flat, fun, result, start, self._work() != work)
             except Exception as exc:
                 self._report(exc)
         return result
@@ -288,7 +284,7 @@ class SlowCallHooks:
                                                      *rest, **kwargs)
         local = self._local
         pending = getattr(local, "pending", None)
-        if pending is not None and pending.result[1] is out_flat:  # this dispatch's end
+        if pending is not None and pending[3][1] is out_flat:  # this dispatch's end
             local.pending = None
             try:
                 group = self._dispatched(pending, data is None)
@@ -296,18 +292,26 @@ class SlowCallHooks:
                 self._report(exc)
                 group = None
             if group is not None:  # outside the try: the guard may raise into the call
-                self._on_slow(group, time.perf_counter() - pending.start, sys._getframe(1))
+                self._on_slow(group, time.perf_counter() - pending[4], sys._getframe(1))
         return data
 
     def _dispatched(self, pending: _Pending, fell_back: bool) -> Slow | None:
         """The group of a dispatch that traced, lowered and compiled nothing; None for a
         cache miss or a call that made a new fast-path entry."""
-        _, out_flat, _, args_flat, jaxpr, executable, pgle, _ = pending.result[:8]
-        if pending.worked:  # a cache miss (traced, lowered or compiled): not a slow call
+        p, _, fun, result, _, worked = pending
+        _, out_flat, _, args_flat, jaxpr, executable, pgle, _ = result[:8]
+        if worked:  # a cache miss (traced, lowered or compiled): not a slow call
             self._entries[_entry_key(jaxpr, args_flat)] = _ref(jaxpr)
             return None
         if fell_back:
-            reason, detail, line = self._why_sticky(executable, jaxpr, out_flat, pgle)
+            program = executable if executable is not None else jaxpr
+            known = self._sticky.get(id(program))
+            if known is not None and known[0]() is program:  # (executables are weak-referable)
+                return known[1]
+            reason, detail, line = _sticky(executable, jaxpr, out_flat, pgle)
+            group = self._group(fun, p, jaxpr, reason, detail, line, CallKind.JIT)
+            self._sticky[id(program)] = (_weak(program), group)
+            return group
         else:
             found = _per_call(args_flat)
             if found is None:
@@ -318,8 +322,7 @@ class SlowCallHooks:
                     return None
                 found = self._lost(key)
             reason, detail = _named(found, jaxpr, len(args_flat))
-            line = None
-        return self._group(pending.fun, pending.p, jaxpr, reason, detail, line, CallKind.JIT)
+        return self._group(fun, p, jaxpr, reason, detail, None, CallKind.JIT)
 
     def _first_raised(self, p: Any, args_flat: Any) -> None:
         try:
@@ -341,20 +344,6 @@ class SlowCallHooks:
             return SlowReason.EVICTION, full, -1
         return (SlowReason.UNKNOWN, "its fast-path entry was lost while the C++ caches are not "
                 "full", -1)
-
-    def _why_sticky(self, executable: Any, jaxpr: Any, out_flat: Any, pgle: Any
-                    ) -> tuple[SlowReason, str, str | None]:
-        """The clause of ``_get_fastpath_data`` that returned None (its order), once per
-        executable."""
-        ident = id(executable) if executable is not None else id(jaxpr)
-        known = self._sticky.get(ident)
-        if known is not None and _deref(known[0]) is (executable if executable is not None
-                                                      else jaxpr):
-            return known[1], known[2], known[3]
-        reason, detail, line = _sticky(executable, jaxpr, out_flat, pgle)
-        self._sticky[ident] = (_ref(executable if executable is not None else jaxpr), reason,
-                               detail, line)
-        return reason, detail, line
 
     def _group(self, fun: Any, p: Any, jaxpr: Any, reason: SlowReason, detail: str,
                line: str | None, kind: CallKind, name: str | None = None) -> Slow:
@@ -378,51 +367,55 @@ class SlowCallHooks:
     def compiled_called(self, params: Any, result: Any) -> Slow | None:
         """The group of a ``Compiled.call(params, ...)`` that returned ``result`` (outs,
         out_flat, args_flat), None when it was no slow call."""
-        from jax._src import core
-
-        if not self._active or not core.trace_state_clean():
+        if not self._active or not self._clean():
             return None
         executable = params.executable
-        reason, detail, line, jaxpr = self._why_aot(executable)
-        if reason is None:  # it has a C++ path: this call missed it
-            out_flat, args_flat = result[1], result[2]
-            found = _aot_sticky(executable, out_flat) or _per_call(args_flat)
-            if found is None:
-                key = _entry_key(executable, args_flat)
-                known = self._entries.get(key)
-                if known is None or _deref(known) is not executable:
-                    self._entries[key] = _ref(executable)
-                    return None
-                found = self._lost(key)
-            reason, detail = _named(found, jaxpr, len(args_flat))
-        name = getattr(getattr(executable, "unsafe_call", None), "name", None)
-        return self._group(None if jaxpr is not None else executable, None, jaxpr, reason,
-                           detail, line, CallKind.AOT, _bare(name))
+        known = self._aot.get(id(executable))
+        if known is None or known[0]() is not executable:
+            known = self._aot[id(executable)] = self._why_aot(executable)
+        _, group, jaxpr_ref = known
+        if group is not None:  # it has no C++ path: every call is slow
+            return group
+        jaxpr = jaxpr_ref()
+        out_flat, args_flat = result[1], result[2]  # it has one: this call missed it
+        found = _aot_sticky(executable, out_flat) or _per_call(args_flat)
+        if found is None:
+            key = _entry_key(executable, args_flat)
+            entry = self._entries.get(key)
+            if entry is None or _deref(entry) is not executable:
+                self._entries[key] = _ref(executable)
+                return None
+            found = self._lost(key)
+        reason, detail = _named(found, jaxpr, len(args_flat))
+        return self._aot_group(executable, jaxpr, reason, detail, None)
 
-    def _why_aot(self, executable: Any) -> tuple[SlowReason | None, str, str | None, Any]:
-        """Why an AOT executable has no C++ path (``create_cpp_call``'s clauses), its jaxpr
-        and the line responsible; reason None when it has one. Once per executable."""
-        known = self._sticky.get(id(executable))
-        if known is not None and _deref(known[0]) is executable:
-            return known[1], known[2], known[3], self._jaxpr_of(executable)
+    def _why_aot(self, executable: Any) -> tuple[Any, Slow | None, Callable[[], Any]]:
+        """(a ref to an AOT executable, the group of its calls when it has no C++ path
+        (``create_cpp_call``'s clauses) else None, a ref to its jaxpr)."""
         from jax._src.interpreters import pxla
 
         jaxpr = self._jaxpr_of(executable)
         call = getattr(executable, "unsafe_call", None)
-        reason: SlowReason | None = None
-        detail, line = "", None
+        group = None
         if not isinstance(call, pxla.ExecuteReplicated):
-            reason, detail = SlowReason.UNKNOWN, "its executable is not a replicated one"
+            group = self._aot_group(executable, jaxpr, SlowReason.UNKNOWN,
+                                    "its executable is not a replicated one", None)
         elif call.has_host_callbacks:
-            reason = SlowReason.AOT_HOST_CALLBACK
             detail, line = _find(jaxpr, lambda eqn: eqn.primitive.name in _API_NAMES
                                  or "callback" in eqn.primitive.name, "a host callback")
+            group = self._aot_group(executable, jaxpr, SlowReason.AOT_HOST_CALLBACK, detail,
+                                    line)
         elif call.has_unordered_effects:
-            reason = SlowReason.UNORDERED_EFFECT
             detail, line = _find(jaxpr, _unordered_predicate(call), "an effect")
-        if reason is not None:
-            self._sticky[id(executable)] = (_ref(executable), reason, detail, line)
-        return reason, detail, line, jaxpr
+            group = self._aot_group(executable, jaxpr, SlowReason.UNORDERED_EFFECT, detail,
+                                    line)
+        return _weak(executable), group, _weak(jaxpr) if jaxpr is not None else lambda: None
+
+    def _aot_group(self, executable: Any, jaxpr: Any, reason: SlowReason, detail: str,
+                   line: str | None) -> Slow:
+        name = getattr(getattr(executable, "unsafe_call", None), "name", None)
+        return self._group(None if jaxpr is not None else executable, None, jaxpr, reason,
+                           detail, line, CallKind.AOT, _bare(name))
 
     def _jaxpr_of(self, executable: Any) -> Any:
         for computation_ref, jaxpr_ref in list(self._lowerings.values()):
@@ -723,6 +716,14 @@ def _ref(value: Any) -> Any:
         return weakref.ref(value)
     except TypeError:
         return value
+
+
+def _weak(value: Any) -> Callable[[], Any]:
+    """A weak reference, or a function returning ``value`` where it takes none."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value
 
 
 def _deref(value: Any) -> Any:
