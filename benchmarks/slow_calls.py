@@ -6,11 +6,14 @@
 2. Slow calls: a jitted step containing ``jax.debug.callback`` (every warm call runs JAX's
    Python dispatch), with a recorder attached and not: the microseconds the recording adds to
    each slow call (it is already a ~100 us Python dispatch; the goal is microseconds, not
-   milliseconds: <= 20 us), and the ratio.
+   milliseconds: <= 20 us), and the ratio; and, of those, what the slow-call hooks add
+   (a recorder with them against one without them: the rest is the recorder's lowering hook,
+   which JAX's Python dispatch passes through at every call).
 
 Each repetition alternates ``--blocks`` short blocks of calls with the recorder attached and
-not and keeps the fastest block of each (``guard.paired``); the recorder checks that it saw
-every slow call of its blocks and none of the cached calls.
+not and keeps the fastest block of each (``guard._paired``); the figures are the medians over
+the repetitions of those paired ratios and differences. The recorder's sessions say how many
+slow calls it saw: every one of its slow blocks', none of the cached calls.
 
     python benchmarks/slow_calls.py [--reps 21] [--blocks 5] [--calls 2000] [--json]
 """
@@ -27,8 +30,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax
 import jax.numpy as jnp
-from guard import paired_ratios
+from guard import _paired, paired_ratios
 
+from recompile_cli.capture import recorder as recorder_module
 from recompile_cli.capture.recorder import Recorder
 
 
@@ -61,12 +65,22 @@ def main() -> None:
         return v * 2
 
     slow = jax.jit(step)
-    seen = {"slow": 0, "cached": 0}
+    seen = {"slow": 0, "cached": 0, "hooks": 0}
 
-    def measure(f, calls: int, kind: str):
+    def measure(f, calls: int, kind: str, base_records: bool = False):
+        """``one(on)``: the seconds per call with a recorder (``on``), else without one, or
+        with one that has no slow-call hooks (``base_records``)."""
         def one(on: bool) -> float:
-            if not on:
+            if not on and not base_records:
                 return calls_seconds(f, x, calls)
+            if not on:
+                probe = recorder_module.slow_calls.probe
+                recorder_module.slow_calls.probe = lambda: "benchmark: off"  # type: ignore
+                try:
+                    with Recorder("bench"):
+                        return calls_seconds(f, x, calls)
+                finally:
+                    recorder_module.slow_calls.probe = probe  # type: ignore
             with Recorder("bench") as recorder:
                 seconds = calls_seconds(f, x, calls)
             seen[kind] += sum(g.calls for g in recorder.session.slow_calls)
@@ -74,22 +88,20 @@ def main() -> None:
         return one
 
     cached_ratios = paired_ratios(args.reps, measure(cached, args.calls, "cached"), args.blocks)
-    off: list[float] = []
-    on: list[float] = []
-
-    def slow_one(flag: bool) -> float:
-        seconds = measure(slow, args.slow_calls, "slow")(flag)
-        (on if flag else off).append(seconds)
-        return seconds
-
-    slow_ratios = paired_ratios(args.reps, slow_one, args.blocks)
-    extra_us = (min(on) - min(off)) * 1e6
+    off, on, slow_ratios = _paired(args.reps, measure(slow, args.slow_calls, "slow"), args.blocks)
+    extras = [(b - a) * 1e6 for a, b in zip(off, on, strict=True)]  # per repetition, paired
+    extra_us = statistics.median(extras)
+    base, hooked, _ = _paired(args.reps, measure(slow, args.slow_calls, "hooks", True),
+                              args.blocks)
+    hooks = [(b - a) * 1e6 for a, b in zip(base, hooked, strict=True)]
     blocks = args.reps * args.blocks
     expected = blocks * (args.slow_calls + 1)  # each block's calls, and its warm-up call
     result = {
         "cached_ratio": statistics.median(cached_ratios), "cached_ratios": cached_ratios,
         "slow_ratio": statistics.median(slow_ratios), "slow_ratios": slow_ratios,
-        "slow_us_off": min(off) * 1e6, "slow_us_on": min(on) * 1e6, "slow_extra_us": extra_us,
+        "slow_us_off": statistics.median(off) * 1e6, "slow_us_on": statistics.median(on) * 1e6,
+        "slow_extra_us": extra_us, "slow_extras_us": extras,
+        "hooks_extra_us": statistics.median(hooks), "hooks_extras_us": hooks,
         "slow_calls_seen": seen["slow"], "slow_calls_made": expected,
         "cached_slow_calls_seen": seen["cached"]}
     print(f"cached call, recorder with slow-call hooks on / off (paired median): "
@@ -97,7 +109,8 @@ def main() -> None:
           f"{seen['cached']}")
     print(f"slow call (jax.debug.callback): {result['slow_us_off']:.1f} us without the recorder, "
           f"{result['slow_us_on']:.1f} us with it (+{extra_us:.1f} us, ratio "
-          f"{result['slow_ratio']:.3f}); slow calls seen {seen['slow']} of {expected}")
+          f"{result['slow_ratio']:.3f}); slow calls seen {seen['slow']} of {expected}; of "
+          f"those us, the slow-call hooks' own: +{result['hooks_extra_us']:.1f} us")
     if args.json:
         print(json.dumps(result))
 
