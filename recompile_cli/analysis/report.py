@@ -23,7 +23,7 @@ from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import public_only
 from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
-from recompile_cli.session.locations import display, path_of
+from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
     CacheOutcome,
     CauseCode,
@@ -317,9 +317,7 @@ def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]],
                      values=_value_range(g.values), first_event=g.first_event)
             for key, g in groups.items()]
     rows += [CauseRow(g.function, g.owner, g.reason, "", g.call_site or "", g.calls,
-                      g.avoidable_seconds,
-                      g.detail + (f" at {display(g.line)}" if g.line else ""), -1,
-                      RowKind.SLOW_CALLS)
+                      g.avoidable_seconds, g.detail, -1, RowKind.SLOW_CALLS)
              for g in slow.groups if g.owner != Owner.JAX]
     rows.sort(key=lambda r: (_descending(r.seconds), -r.count))
     return tuple(rows)

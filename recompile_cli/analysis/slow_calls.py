@@ -115,7 +115,7 @@ class SlowCallReport:
         if self.fast_call_seconds is None:
             return ("no fast-path baseline was measured (the run did not finish): the whole "
                     "Python dispatch is counted")
-        return (f"above a fast-path call of {self.fast_call_seconds * 1e6:,.1f} us measured in "
+        return (f"above a fast-path call of {self.fast_call_seconds * 1e6:.1f} us measured in "
                 "the same process")
 
 
@@ -209,15 +209,15 @@ def _why(g: SlowCalls, at: str) -> str:
 def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> str | None:
     """What to do for this reason (true for it), with the predicted effect."""
     effect = (f": {counted(g.calls, 'slow call')} -> 0, saving about {avoidable:.3f} s "
-              f"({avoidable / max(g.calls, 1) * 1e6:,.0f} us per call)")
+              f"({avoidable / max(g.calls, 1) * 1e6:.1f} us per call)")
     name = f"`{g.function}`"
     reason = g.reason
     if reason == SlowReason.REF_EFFECT:
         return f"pass and return arrays instead of mutable refs in {name} (`{g.detail}`{at})" + (
             effect)
     if reason in (SlowReason.UNORDERED_EFFECT, SlowReason.ORDERED_EFFECT):
-        text = (f"move `{g.detail}`{at} out of {name}, or put it behind a static flag "
-                "(`static_argnames`) that is off in the steps that need speed")
+        text = (f"move it out of {name}, or put it behind a static flag (`static_argnames`) "
+                "that is off in the steps that need speed")
         if (reason == SlowReason.UNORDERED_EFFECT and "callback" in g.detail
                 and version >= _PURE_CALLBACK_KEEPS_FAST_PATH):
             text += (", or use `jax.pure_callback` where its semantics fit (no side effect the "
@@ -226,7 +226,9 @@ def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> s
     if reason == SlowReason.AOT_HOST_CALLBACK:
         if "pure_callback" in g.detail and version >= _PURE_CALLBACK_KEEPS_FAST_PATH:
             return ("call the jitted function instead of the AOT Compiled (`jax.jit` keeps "
-                    "its fast path with `jax.pure_callback` on JAX >= 0.7.2)" + effect)
+                    "its fast path with `jax.pure_callback` on JAX >= 0.7.2)"
+                    + effect.replace("saving about", "saving up to")
+                    + ", less the callback's own work")
         return f"move `{g.detail}`{at} out of the compiled function" + effect
     template = _FIXES.get(reason)
     return template.format(name=name, effect=effect) if template is not None else None
@@ -269,7 +271,7 @@ def _flatten(session: Session) -> list[FlattenFinding]:
         heaviest = (f"; `{cost.argument}` carries {cost.argument_nodes:,} of the nodes"
                     if cost.argument else "")
         fix = (f"each call of `{e.function}` flattens {cost.nodes:,} pytree nodes and "
-               f"{cost.leaves:,} leaves{custom}{heaviest}: about {seconds * 1e3:,.1f} ms per "
+               f"{cost.leaves:,} leaves{custom}{heaviest}: about {seconds * 1e3:.1f} ms per "
                "call before anything runs. Pass fewer, larger arrays (flatten the state once "
                "outside the loop, e.g. `nnx.split` for a Flax NNX model, or keep parameters "
                "in one pytree of arrays)")

@@ -357,7 +357,7 @@ def test_a_run_killed_mid_way_leaves_its_slow_calls_in_the_events_log(cli, tmp_p
     assert group.calls == 120 and str(group.reason) == "unordered_effect"
     result = cli("report", log)
     assert result.exit_code == 0 and "slow calls: 120 calls" in result.stdout
-    assert "no fast-path baseline was measured" in result.stdout  # killed before the end
+    assert "no fast-path baseline" in result.stdout  # killed before the end
 
 
 def _noop(value):
