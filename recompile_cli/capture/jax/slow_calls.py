@@ -228,11 +228,8 @@ class SlowCallHooks:
         """Remember a jitted function's code, so that its calls under ``jax.disable_jit`` are
         recognised."""
         code = getattr(stack.python_function(fun), "__code__", None)
-        if isinstance(code, types.CodeType) and code not in self._codes:
-            try:
-                self._codes[code] = weakref.ref(fun)
-            except TypeError:
-                self._codes[code] = fun
+        if isinstance(code, types.CodeType) and _deref(self._codes.get(code)) is None:
+            self._codes[code] = _ref(fun)  # (a function made again from that code replaces it)
 
     # -- the jit path ------------------------------------------------------------------------
     def _infer_params(self, *args: Any, **kwargs: Any) -> Any:
@@ -477,12 +474,14 @@ class SlowCallHooks:
                 self._on_slow(group, time.perf_counter() - start, frame.f_back)
 
     def _under_disable_jit(self, code: types.CodeType) -> Slow | None:
-        fun = _deref(self._codes[code])
-        if fun is None or self._disable_jit is None or not self._disable_jit.value:
+        if self._disable_jit is None or not self._disable_jit.value:
             return None
+        fun = _deref(self._codes[code])
+        if fun is None:  # the function object learned is gone; the code is still the function
+            fun = code
+        name = getattr(stack.python_function(fun), "__name__", None) or code.co_name
         group = self._group(fun, None, None, SlowReason.DISABLE_JIT, "jax.disable_jit is on",
-                            None, CallKind.JIT,
-                            getattr(stack.python_function(fun), "__name__", None))
+                            None, CallKind.JIT, name)
         if group.defined_at is None:
             group = _located(group, code)
             with self._lock:
@@ -735,6 +734,13 @@ def _alive(group: Slow, fun: Any) -> bool:
 
 
 # -- the fast-path baseline --------------------------------------------------------------------
+_IDENTITY: list[Any] = []  # the trivial jitted function, made once per process
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
 def fast_call_seconds(calls: int = 200, rounds: int = 5) -> float | None:
     """The seconds of one cached call of a trivial jitted function (the best of ``rounds``
     rounds of ``calls`` calls), measured now in this process; None if it cannot be. Compiles
@@ -743,8 +749,10 @@ def fast_call_seconds(calls: int = 200, rounds: int = 5) -> float | None:
         import jax
         import numpy as np
 
+        if not _IDENTITY:
+            _IDENTITY.append(jax.jit(_same))
+        identity = _IDENTITY[0]
         with jax.disable_jit(False):
-            identity = jax.jit(lambda x: x)
             value = jax.device_put(np.float32(0))
             jax.block_until_ready(identity(value))
             best = float("inf")
