@@ -497,7 +497,8 @@ class Recorder:
             return
         group = None
         try:
-            group = self._slow.add(slow, seconds, frame, frozen=self._on_slow_call is not None)
+            group = self._slow.add(slow, seconds, frame, frozen=self._on_slow_call is not None,
+                                   label=self._call_label)
         except Exception as exc:
             self._on_internal_error(exc)
         if group is not None and self._on_slow_call is not None:

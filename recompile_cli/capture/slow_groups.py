@@ -59,14 +59,15 @@ class SlowCallLog:
         self._next_flush = 0.0
 
     def add(self, slow: Slow, seconds: float, frame: types.FrameType | None,
-            frozen: bool = False) -> SlowCalls | None:
-        """Count one slow call of ``slow``'s group (``frame``: where JAX was called from);
+            frozen: bool = False, label: str | None = None) -> SlowCalls | None:
+        """Count one slow call of ``slow``'s group (``frame``: where JAX was called from;
+        ``label``: the call site where no frame of the user's is on the stack, a spec's call);
         returns the group as it is now when ``frozen``."""
         now = time.perf_counter()
         with self._lock:
             group = self._groups.get(slow.key)
             if group is None:
-                group = self._groups[slow.key] = self._new(slow, frame, now)
+                group = self._groups[slow.key] = self._new(slow, frame, now, label)
                 fresh = True
             else:
                 fresh = False
@@ -79,11 +80,12 @@ class SlowCallLog:
             self.flush(now)
         return shown
 
-    def _new(self, slow: Slow, frame: types.FrameType | None, now: float) -> _Group:
+    def _new(self, slow: Slow, frame: types.FrameType | None, now: float,
+             label: str | None) -> _Group:
         name, defined_at, owner = self._identity(slow)
         return _Group(len(self._groups), SlowCalls(
             function=name, defined_at=defined_at, owner=owner, reason=slow.reason, calls=0,
-            seconds=0.0, call_site=stack.call_site_of(frame), line=slow.line,
+            seconds=0.0, call_site=stack.call_site_of(frame) or label, line=slow.line,
             detail=slow.detail, arguments=slow.arguments, kind=slow.kind,
             first_seconds=max(now - self._t0, 0.0)))
 

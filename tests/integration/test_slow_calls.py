@@ -504,3 +504,29 @@ def test_each_signature_counts_the_nodes_every_call_flattens(cli, program, tmp_p
     assert (flatten["leaves"], flatten["custom_nodes"]) == (301, 300)
     assert flatten["argument"] == "params" and flatten["argument_nodes"] == 301  # list + 300
     assert flatten["node_type"] == "__main__.Weight" and flatten["seconds"] > 0
+
+
+PROFILED = """
+import jax, jax.numpy as jnp
+
+def step(x):
+    jax.debug.callback(lambda v: None, x.sum())  # profiled-callback
+    return x * 2
+"""
+
+
+def test_profile_gates_the_slow_calls_of_its_target(cli, program, tmp_path):
+    prog = program("profiled", PROFILED)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("calls:\n  - args: [{array: [8]}]\n    repeat: 12\n")
+    result, report = cli.json("profile", "--max-slow-calls", "5", f"{prog}:step", "--args",
+                              spec, tmp_path=tmp_path)
+    assert result.exit_code == 1, result.output
+    (group,) = groups(report, "step")
+    assert (group["calls"], group["reason"]) == (11, "unordered_effect")
+    assert group["line"] == f"{prog}:{line(PROFILED, 'profiled-callback')}"
+    (compiled,) = [e for e in report["events"] if e["function"] == "step"]
+    assert group["call_site"] == compiled["call_site"]  # named as the compile's call is
+    (function,) = report["slow_calls"]["functions"]
+    assert function["calls"] == 12  # the profiled target's calls are counted: 11 of 12
+    assert "step 11 of 12 (unordered_effect)" in result.stdout
