@@ -323,7 +323,9 @@ def slow(quick: bool) -> list[Row]:
     except (ValueError, IndexError) as error:
         raise CommandFailed(command, 0, f"no JSON printed ({error})") from None
     seen = (f" slow calls seen {found['slow_calls_seen']:,} of {found['slow_calls_made']:,}; "
-            f"{found['cached_slow_calls_seen']} on the cached calls")
+            f"{found['cached_slow_calls_seen']} on the cached calls; functions of ours started "
+            f"per cached call {found['functions_per_cached_call']:g}, per slow call "
+            f"{found['functions_per_slow_call']:g} (counted)")
     return [Row("slow", "cached calls, Recorder with slow-call hooks attached / not (paired)",
                 found["cached_ratios"], 1.02, note=seen),
             Row("slow", f"slow calls (jax.debug.callback): us added to each "

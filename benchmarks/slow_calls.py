@@ -10,6 +10,10 @@
    (a recorder with them against one without them: the rest is the recorder's lowering hook,
    which JAX's Python dispatch passes through at every call).
 
+Timed figures need a quiet machine; two counted ones do not: the Python functions of
+recompile-cli that start during 100 cached calls (must be 0) and during each slow call (the
+recorder's lowering hook included), counted with ``sys.setprofile``.
+
 Each repetition alternates ``--blocks`` short blocks of calls with the recorder attached and
 not and keeps the fastest block of each (``guard._paired``); the figures are the medians over
 the repetitions of those paired ratios and differences. The recorder's sessions say how many
@@ -47,6 +51,32 @@ def calls_seconds(f, x, calls: int) -> float:
         out = f(x)
     jax.block_until_ready(out)
     return (time.perf_counter() - start) / calls
+
+
+def _functions_of_ours(f, x, calls: int = 100) -> float:
+    """Python functions of recompile-cli started per call of ``f`` with a recorder attached."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(recompile_module_file())))
+    started = [0]
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            started[0] += 1
+
+    with Recorder("bench"):
+        jax.block_until_ready(f(x))
+        import sys
+
+        sys.setprofile(profile)
+        try:
+            for _ in range(calls):
+                f(x)
+        finally:
+            sys.setprofile(None)
+    return started[0] / calls
+
+
+def recompile_module_file() -> str:
+    return recorder_module.__file__ or ""
 
 
 def main() -> None:
@@ -87,6 +117,7 @@ def main() -> None:
             return seconds
         return one
 
+    counts = {"cached": _functions_of_ours(cached, x), "slow": _functions_of_ours(slow, x)}
     cached_ratios = paired_ratios(args.reps, measure(cached, args.calls, "cached"), args.blocks)
     off, on, slow_ratios = _paired(args.reps, measure(slow, args.slow_calls, "slow"), args.blocks)
     extras = [(b - a) * 1e6 for a, b in zip(off, on, strict=True)]  # per repetition, paired
@@ -103,7 +134,8 @@ def main() -> None:
         "slow_extra_us": extra_us, "slow_extras_us": extras,
         "hooks_extra_us": statistics.median(hooks), "hooks_extras_us": hooks,
         "slow_calls_seen": seen["slow"], "slow_calls_made": expected,
-        "cached_slow_calls_seen": seen["cached"]}
+        "cached_slow_calls_seen": seen["cached"],
+        "functions_per_cached_call": counts["cached"], "functions_per_slow_call": counts["slow"]}
     print(f"cached call, recorder with slow-call hooks on / off (paired median): "
           f"{result['cached_ratio']:.3f} (goal <= 1.02); slow calls seen on cached calls: "
           f"{seen['cached']}")
@@ -111,6 +143,8 @@ def main() -> None:
           f"{result['slow_us_on']:.1f} us with it (+{extra_us:.1f} us, ratio "
           f"{result['slow_ratio']:.3f}); slow calls seen {seen['slow']} of {expected}; of "
           f"those us, the slow-call hooks' own: +{result['hooks_extra_us']:.1f} us")
+    print(f"functions of recompile-cli started per cached call: {counts['cached']:g}, per slow "
+          f"call: {counts['slow']:g}")
     if args.json:
         print(json.dumps(result))
 

@@ -530,3 +530,33 @@ def test_profile_gates_the_slow_calls_of_its_target(cli, program, tmp_path):
     (function,) = report["slow_calls"]["functions"]
     assert function["calls"] == 12  # the profiled target's calls are counted: 11 of 12
     assert "step 11 of 12 (unordered_effect)" in result.stdout
+
+
+def test_nothing_of_ours_runs_on_a_call_the_fast_path_serves():
+    """Counted, not timed: every Python function that starts during the calls, by its file."""
+    package = str(ROOT / "recompile_cli")
+    ours: dict[str, int] = {}
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            ours[frame.f_code.co_name] = ours.get(frame.f_code.co_name, 0) + 1
+
+    plain, x = jax.jit(lambda v: v + 1), jnp.ones(3)
+
+    def counted(f) -> int:
+        ours.clear()
+        sys.setprofile(profile)
+        try:
+            for _ in range(100):
+                f(x)
+        finally:
+            sys.setprofile(None)
+        return sum(ours.values())
+
+    with recompile_cli.record() as rec:
+        plain(x)
+        noisy(x)
+        fast, slow = counted(plain), counted(noisy)
+    assert fast == 0  # the C++ fast path served all 100: no function of ours started
+    assert slow >= 100 and "_get_fastpath_data" in ours  # a slow call goes through the hooks
+    assert rec.report.slow_calls("noisy") == 100 and rec.report.slow_calls("<lambda>") == 0
