@@ -348,16 +348,23 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_a_run_killed_mid_way_leaves_its_slow_calls_in_the_events_log(cli, tmp_path):
+def test_a_run_killed_mid_way_leaves_its_slow_calls_in_the_report_and_events_log(cli,
+                                                                                 tmp_path):
+    """The measured process is killed (SIGKILL) after 120 slow calls: the supervisor's report
+    and the events log hold them, counted up to the last streamed update."""
     log = tmp_path / "log.jsonl"
-    done, _ = run_in_subprocess(tmp_path, KILLED, "--events-log", str(log))
-    assert done.returncode == -signal.SIGKILL
+    done, report = run_in_subprocess(tmp_path, KILLED, "--events-log", str(log))
+    assert done.returncode == 3, done.stderr[-2000:]  # the target ended by a signal
+    assert "SIGKILL" in done.stderr
+    (group,) = groups(report, "step")
+    assert (group["calls"], group["reason"]) == (120, "unordered_effect")
+    assert report["slow_calls"]["fast_call_seconds"] is None  # killed before the end
     session = load_session(log)
-    (group,) = [g for g in session.slow_calls if g.function == "step"]
-    assert group.calls == 120 and str(group.reason) == "unordered_effect"
+    (kept,) = [g for g in session.slow_calls if g.function == "step"]
+    assert kept.calls == 120 and str(kept.reason) == "unordered_effect"
     result = cli("report", log)
     assert result.exit_code == 0 and "slow calls: 120 calls" in result.stdout
-    assert "no fast-path baseline" in result.stdout  # killed before the end
+    assert "no fast-path baseline" in result.stdout
 
 
 def _noop(value):
