@@ -1,7 +1,8 @@
 """A training step that compiles once and is still slow on every call: a `jax.debug.callback`
 that logs the loss keeps `train_step` off JAX's C++ fast path, so each of its 200 calls runs
-through JAX's Python dispatch (no trace, no compile, nothing in jax_log_compiles). An evaluation
-step compiled ahead of time with a `jax.pure_callback` is slow on every call too.
+through JAX's Python dispatch (no trace, no compile, nothing in jax_log_compiles). A clipping step
+compiled ahead of time with a `jax.pure_callback`, called every 10 steps, is slow on every call
+too.
 
     recompile-cli run sample_programs/slow_step.py
     recompile-cli run --max-slow-calls 0 sample_programs/slow_step.py     # exits 1
@@ -48,8 +49,8 @@ def main(argv=None):
     train_step = make_train_step(not args.no_callback)
     for _ in range(args.steps):
         w, loss = train_step(w, x, y)
-    clip = jax.jit(clip_norm).lower(w).compile()
-    for _ in range(args.steps // 2):
+    clip = jax.jit(clip_norm).lower(jax.block_until_ready(w)).compile()
+    for _ in range(args.steps // 10):
         w = clip(w)
     print(f"loss {float(loss):.4f}")
 

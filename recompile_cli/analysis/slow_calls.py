@@ -208,8 +208,7 @@ def _why(g: SlowCalls, at: str) -> str:
 
 def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> str | None:
     """What to do for this reason (true for it), with the predicted effect."""
-    effect = (f": {counted(g.calls, 'slow call')} -> 0, saving about {avoidable:.3f} s "
-              f"({avoidable / max(g.calls, 1) * 1e6:.1f} us per call)")
+    effect = f": {counted(g.calls, 'slow call')} -> 0, saving about {avoidable:.3f} s"
     name = f"`{g.function}`"
     reason = g.reason
     if reason == SlowReason.REF_EFFECT:
@@ -228,7 +227,7 @@ def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> s
             return ("call the jitted function instead of the AOT Compiled (`jax.jit` keeps "
                     "its fast path with `jax.pure_callback` on JAX >= 0.7.2)"
                     + effect.replace("saving about", "saving up to")
-                    + ", less the callback's own work")
+                    + " less the callback's own work")
         return f"move `{g.detail}`{at} out of the compiled function" + effect
     template = _FIXES.get(reason)
     return template.format(name=name, effect=effect) if template is not None else None

@@ -122,10 +122,6 @@ class Recorder:
         self._slow_hooks: slow_calls.SlowCallHooks | None = None
         self._slow: SlowCallLog | None = None
         self._slow_watch: SlowCallWatch | None = None
-        # (name, defined_at, owner) of each traced program (by jaxpr id) and function object
-        # (by ``origins.Functions.function_id``), for naming slow calls as their trace did
-        self._programs: dict[int, tuple[str, str | None, Owner]] = {}
-        self._named: dict[int, tuple[str, str | None, Owner]] = {}
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -154,7 +150,8 @@ class Recorder:
                          else EventLog(self._events_log_path))
             self._log.header(self.environment(), self.target, self.base_context,
                              self._slow_watch)
-        self._slow = SlowCallLog(self._slow_identity, self._t0, self._emit_slow)
+        self._slow = SlowCallLog(self._t0, self._emit_slow, self._functions.function_id,
+                                 self._functions.owner)
         forks.track(self)
         return self
 
@@ -433,10 +430,9 @@ class Recorder:
             draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
             self._stale.add(info.name, info.defined_at, info.fun, info.host_code)
-        if info.error is None and info.jaxpr_id is not None:  # for naming its slow calls
-            identity = (info.name, info.defined_at, draft.event.owner)
-            self._programs[info.jaxpr_id] = identity
-            self._named[self._functions.function_id(info.fun)] = identity
+        if info.error is None and info.jaxpr_id is not None and self._slow is not None:
+            self._slow.note_trace(info.jaxpr_id, info.fun,  # for naming its slow calls
+                                  (info.name, info.defined_at, draft.event.owner))
             if self._slow_hooks is not None:
                 self._slow_hooks.learn(info.fun)
         if info.depth == 0:
@@ -503,17 +499,6 @@ class Recorder:
             self._on_internal_error(exc)
         if group is not None and self._on_slow_call is not None:
             self._on_slow_call(group)  # outside the guard: what it raises reaches the call
-
-    def _slow_identity(self, slow: slow_calls.Slow) -> tuple[str, str | None, Owner]:
-        """A slow call's function as its trace named it (by its program, else its function
-        object), else as JAX names it."""
-        known = self._programs.get(slow.jaxpr_id) if slow.jaxpr_id is not None else None
-        fun = slow.function()
-        if known is None and fun is not None:
-            known = self._named.get(self._functions.function_id(fun))
-        if known is not None:
-            return known
-        return slow.name, slow.defined_at, self._functions.owner(slow.name, slow.defined_at)
 
     def slow_calls_of(self, name: str, defined_at: str | None) -> int:
         """The slow calls of one function recorded so far."""

@@ -1,6 +1,7 @@
 """The recorder's slow calls (``capture.jax.slow_calls`` finds them): one ``SlowCalls`` group
-per function, signature and reason, named as that function's compiles are, with the user's
-call site of its first call, streamed to the events log.
+per function, signature and reason, named as that function's compiles are (by the trace of its
+program, else of its function object: ``note_trace``), with the user's call site of its first
+call, streamed to the events log.
 
 A group goes to the log when it first appears, then its counts at most every
 ``FLUSH_SECONDS`` and once more at the end (``flush``): never a log line per slow call, and a
@@ -16,6 +17,7 @@ import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from recompile_cli.capture import stack
 from recompile_cli.capture.jax.slow_calls import Slow
@@ -25,17 +27,27 @@ FLUSH_SECONDS = 0.25  # the most often the counts of the groups go to the events
 
 # emit(group id, the group as it is now): the events log's writer
 Emit = Callable[[int, SlowCalls], None]
-# identity(slow) -> (name, defined_at, owner) as the recorder names that function's compiles
-Identity = Callable[[Slow], tuple[str, str | None, Owner]]
+Identity = tuple[str, str | None, Owner]  # (name, defined_at, owner) of a function
 
 
 @dataclass(slots=True)
 class _Group:
+    """A group's counters. Its first call may carry one-time work (a callback's first run, an
+    AOT ``Compiled``'s first execution: 100 ms where the others take 0.2), so it is counted at
+    most at the mean of the others (``seconds``)."""
+
     id: int
     shown: SlowCalls  # its fixed fields (calls and seconds are these counters')
     calls: int = 0
-    seconds: float = 0.0
+    first: float = 0.0  # the first call's seconds
+    rest: float = 0.0  # the others'
     dirty: bool = False
+
+    @property
+    def seconds(self) -> float:
+        if self.calls <= 1:
+            return self.first
+        return self.rest + min(self.first, self.rest / (self.calls - 1))
 
     def frozen(self) -> SlowCalls:
         return dataclasses.replace(self.shown, calls=self.calls, seconds=self.seconds)
@@ -45,15 +57,20 @@ class SlowCallLog:
     """The slow-call groups of one recording, in the order first seen.
 
     Args:
-        identity: names a group's function as its trace named it.
         t0: the recording's start (``time.perf_counter()``), for ``first_seconds``.
         emit: streams a group to the events log, if there is one.
+        function_id: a small id per function object (``origins.Functions.function_id``).
+        owner: whose a function is, by name and ``defined_at``, where no trace said.
     """
 
-    def __init__(self, identity: Identity, t0: float, emit: Emit | None = None) -> None:
-        self._identity = identity
+    def __init__(self, t0: float, emit: Emit | None, function_id: Callable[[Any], int],
+                 owner: Callable[[str, str | None], Owner]) -> None:
         self._t0 = t0
         self._emit = emit
+        self._function_id = function_id
+        self._owner = owner
+        self._programs: dict[int, Identity] = {}  # jaxpr id -> its trace's function
+        self._named: dict[int, Identity] = {}  # function id -> the same
         self._groups: dict[tuple[object, ...], _Group] = {}
         self._lock = threading.Lock()
         self._next_flush = 0.0
@@ -72,13 +89,32 @@ class SlowCallLog:
             else:
                 fresh = False
             group.calls += 1
-            group.seconds += max(seconds, 0.0)
+            if group.calls == 1:
+                group.first = max(seconds, 0.0)
+            else:
+                group.rest += max(seconds, 0.0)
             group.dirty = True
             shown = group.frozen() if frozen else None
             due = fresh or now >= self._next_flush
         if due:
             self.flush(now)
         return shown
+
+    def note_trace(self, jaxpr_id: int, fun: Any, identity: Identity) -> None:
+        """A trace of ``fun`` made the program ``jaxpr_id``: its slow calls take its name."""
+        self._programs[jaxpr_id] = identity
+        self._named[self._function_id(fun)] = identity
+
+    def _identity(self, slow: Slow) -> Identity:
+        """A slow call's function as its trace named it (by its program, else its function
+        object), else as JAX names it."""
+        known = self._programs.get(slow.jaxpr_id) if slow.jaxpr_id is not None else None
+        fun = slow.function()
+        if known is None and fun is not None:
+            known = self._named.get(self._function_id(fun))
+        if known is not None:
+            return known
+        return slow.name, slow.defined_at, self._owner(slow.name, slow.defined_at)
 
     def _new(self, slow: Slow, frame: types.FrameType | None, now: float,
              label: str | None) -> _Group:
