@@ -296,8 +296,8 @@ def verdict(report: SlowCallReport) -> str | None:
         of = f" of {f.calls:,}" if f.calls is not None and f.calls >= f.slow_calls else ""
         parts.append(f"{f.function} {f.slow_calls:,}{of} ({', '.join(map(str, f.reasons))})")
     more = f", ... {len(yours) - 3} more" if len(yours) > 3 else ""
-    return (f"slow calls: {counted(total, 'call')} ran through JAX's Python dispatch without "
-            f"compiling: {', '.join(parts)}{more}; {avoidable:.3f} s avoidable")
+    return (f"slow calls: {counted(total, 'call')} in JAX's Python dispatch, nothing compiled: "
+            f"{', '.join(parts)}{more}; {avoidable:.3f} s avoidable")
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -110,7 +110,7 @@ def test_the_verdict_names_yours_or_says_what_could_not_be_seen():
     report = build_report(session(slow(), slow(SlowReason.DISABLE_JIT, function="other",
                                                calls=3)))
     line = verdict(report.slow_calls)
-    assert line is not None and line.startswith("slow calls: 103 calls ran through JAX's")
+    assert line is not None and line.startswith("slow calls: 103 calls in JAX's Python dispatch")
     assert "step 100 (unordered_effect)" in line and "other 3 (disable_jit)" in line
     blind = build_report(session(watch=SlowCallWatch(False, "this JAX lacks X")))
     assert verdict(blind.slow_calls) == "slow calls: not observable on this JAX (this JAX lacks X)"
