@@ -142,8 +142,12 @@ def test_a_limit_on_slow_calls_that_could_not_be_seen_fails(watch):
     result = gate(session(watch=watch), Gates(max_slow_calls=5))
     assert not result.held
     (violation,) = result.violations
-    assert violation.rule == Rule.MAX_SLOW_CALLS and "cannot be checked" in violation.message
+    assert violation.rule == Rule.NOT_RECORDED and "cannot be checked" in violation.message
     assert gate(session(watch=watch), Gates(max_compiles=5)).held  # other gates unaffected
+    allowed = gate(session(watch=watch), Gates(max_slow_calls=5, allow_unrecorded=True))
+    assert allowed.held and any("cannot be checked" in w for w in allowed.warnings)
+    budget = Gates(budgets=(Budget("*", max_slow_calls=0, allow_unrecorded=True),))
+    assert gate(session(watch=watch), budget).held  # the budget's own allow_unrecorded
 
 
 def test_every_format_shows_them(tmp_path):
