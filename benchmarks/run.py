@@ -24,6 +24,10 @@ Goals (see benchmarks/RESULTS.md for the figures and the machine):
 * overhead: cached calls with a ``Recorder`` attached / not (in process, paired: what ``run``
             adds to each cached call) <= 1.02 (benchmarks/overhead.py)
 * guard:    cached calls with ``install_guard()`` on / off <= 1.02 (benchmarks/guard.py)
+* slow:     slow calls (benchmarks/slow_calls.py): cached calls of a plain jit with a recorder
+            (its slow-call hooks installed) on / off <= 1.02, nothing of ours on them; and the
+            microseconds recording adds to each slow call (a jitted step with
+            ``jax.debug.callback``, every warm call in JAX's Python dispatch) <= 20 us
 * hosts:    ``run --check-hosts`` in a 2-process job on 127.0.0.1: cached calls with the check
             / without <= 1.02 (it is not on the cached path); for information, the milliseconds
             of its one exchange per compile (benchmarks/host_check.py)
@@ -310,6 +314,30 @@ def overhead(quick: bool) -> list[Row]:
                 values, 1.02)]
 
 
+def slow(quick: bool) -> list[Row]:
+    reps = "9" if quick else "21"
+    command = [PY, str(HERE / "slow_calls.py"), "--reps", reps, "--blocks", "5", "--json"]
+    ran = execute(command, capture=True)
+    try:
+        found = json.loads(ran.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as error:
+        raise CommandFailed(command, 0, f"no JSON printed ({error})") from None
+    seen = (f" slow calls seen {found['slow_calls_seen']:,} of {found['slow_calls_made']:,}; "
+            f"{found['cached_slow_calls_seen']} on the cached calls; functions of ours started "
+            f"per cached call {found['functions_per_cached_call']:g}, per slow call "
+            f"{found['functions_per_slow_call']:g} (counted)")
+    return [Row("slow", "cached calls, Recorder with slow-call hooks attached / not (paired)",
+                found["cached_ratios"], 1.02, note=seen),
+            Row("slow", f"slow calls (jax.debug.callback): us added to each "
+                f"({found['slow_us_off']:.0f} us without the recorder)",
+                found["slow_extras_us"], 20.0, "us", digits=1),
+            Row("slow", "slow calls, Recorder attached / not (paired)", found["slow_ratios"],
+                None),
+            Row("slow", "slow calls: us of those added by the slow-call hooks themselves "
+                "(Recorder with / without them)", found["hooks_extras_us"], None, "us",
+                digits=1)]
+
+
 def guard(quick: bool) -> list[Row]:
     reps = "9" if quick else "21"
     values = ratio_list([PY, str(HERE / "guard.py"), "--reps", reps, "--blocks", "5",
@@ -468,7 +496,8 @@ def memory_per_event(path: Path, events: int) -> list[Row]:
 
 
 GOALS: dict[str, Callable[[bool], list[Row]]] = {
-    "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "hosts": hosts,
+    "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "slow": slow,
+    "hosts": hosts,
     "miss": miss, "cost": cost,
     "table": signatures, "report": report, "warmup": warmup}
 

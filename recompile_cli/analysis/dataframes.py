@@ -1,5 +1,5 @@
-"""The report's tables as pandas DataFrames: ``functions``, ``events`` and ``causes``, the
-tables of ``to_pandas()`` and of the CSV files.
+"""The report's tables as pandas DataFrames: ``functions``, ``events``, ``causes`` and
+``slow_calls``, the tables of ``to_pandas()`` and of the CSV files.
 
 The one module of the analysis that imports pandas, so that only these DataFrame-shaped outputs
 load it: the ``Report`` itself holds plain rows (``FunctionRow``, ``CauseRow``).
@@ -7,9 +7,12 @@ load it: the ``Report`` itself holds plain rows (``FunctionRow``, ``CauseRow``).
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pandas as pd
 
 from recompile_cli.analysis.report import CAUSE_COLUMNS, FUNCTION_COLUMNS, Report, event_kind
+from recompile_cli.analysis.slow_calls import SlowGroup
 
 EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
                  "kind", "traced", "compiled", "start_seconds", "trace_seconds", "lower_seconds",
@@ -17,6 +20,7 @@ EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_in
                  "error_type", "error_argument", "persistent_cache", "equations",
                  "constants_bytes", "module_ops", "module_ops_bounded", "top_line",
                  "top_line_equations"]
+SLOW_CALL_COLUMNS = [f.name for f in fields(SlowGroup)]
 COST_LINE_COLUMNS = ["seq", "function", "line", "equations", "share", "est_compile_seconds",
                      "in_bodies", "repeats"]
 
@@ -43,6 +47,16 @@ def functions_frame(report: Report) -> pd.DataFrame:
                                   for name in FUNCTION_COLUMNS}
     columns["calls"] = pd.array([r.calls for r in rows], dtype="Int64")
     return pd.DataFrame(columns, columns=FUNCTION_COLUMNS)
+
+
+def slow_calls_frame(report: Report) -> pd.DataFrame:
+    """One row per group of slow calls (SLOW_CALL_COLUMNS), most avoidable seconds first;
+    ``process`` is a nullable integer column (``<NA>`` outside a merged session)."""
+    rows = report.slow_calls.groups
+    frame = pd.DataFrame({name: [getattr(g, name) for g in rows] for name in SLOW_CALL_COLUMNS},
+                         columns=SLOW_CALL_COLUMNS)
+    frame["process"] = frame["process"].astype("Int64")
+    return frame
 
 
 def causes_frame(report: Report) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """From a frozen ``Session`` to a ``Report``: causes, per-function totals (``FunctionRow``), the
-cost-ranked cause table (``CauseRow``), the run's ``Totals``, event kinds and suggestions.
+cost-ranked cause table (``CauseRow``: re-compilations, and the slow calls of
+``analysis.slow_calls`` ranked among them by the seconds they cost), the run's ``Totals``,
+event kinds and suggestions.
 
 Pure: no printing, no JAX and no pandas; every table is built in one pass over the events, so
 that it stays linear in their number. The DataFrames of the Python API and the CSV files are
@@ -13,12 +15,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 
 from recompile_cli.analysis.advice.suggest import Suggestion, suggest
 from recompile_cli.analysis.cache_outcomes import outcomes as cache_outcomes
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import public_only
 from recompile_cli.analysis.hosts.merge import explain_by_process
+from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -28,6 +32,7 @@ from recompile_cli.session.model import (
     HookMode,
     Owner,
     Session,
+    SlowReason,
     function_key,
 )
 
@@ -101,20 +106,32 @@ class FunctionRow:
         return shown_name(self.name, self.owner, self.package)
 
 
+class RowKind(StrEnum):
+    """What a row of the cost-ranked table counts: re-compilations, or slow calls."""
+
+    RECOMPILE = "recompile"
+    SLOW_CALLS = "slow_calls"
+
+
 @dataclass(frozen=True, slots=True)
 class CauseRow:
     """The re-compilations of one function with the same cause, argument and call site
-    (``""`` where there is none): how many, what they cost, and the values they went through."""
+    (``""`` where there is none): how many, what they cost, and the values they went through.
+
+    A ``slow_calls`` row (``kind``) is a group of slow calls instead: ``code`` is its
+    ``SlowReason``, ``count`` its calls, ``seconds`` what they cost above the fast path,
+    ``values`` what keeps it off the fast path, and ``first_event`` -1 (no event)."""
 
     function: str
     owner: Owner
-    code: CauseCode
+    code: CauseCode | SlowReason
     argument: str
     call_site: str
     count: int
     seconds: float
     values: str  # ``f32[3] -> f32[4]``, or the first and last of many (``_value_range``)
     first_event: int  # the smallest seq
+    kind: RowKind = RowKind.RECOMPILE
 
 
 FUNCTION_COLUMNS = [f.name for f in fields(FunctionRow)]
@@ -136,6 +153,7 @@ class Report:
     cause_table: tuple[CauseRow, ...]  # most expensive first
     totals: Totals
     suggestions: tuple[Suggestion, ...]
+    slow_calls: SlowCallReport = field(default_factory=SlowCallReport)
 
     def primary(self, event: Event) -> Cause:
         return self.causes[event.seq][0]
@@ -166,9 +184,11 @@ def build_report(session: Session) -> Report:
     causes = explain_by_process(session.events, session.base_context)
     if session.environment.hook_mode == HookMode.PUBLIC_ONLY:
         causes = public_only(causes)
-    return Report(session, causes, _functions(session, causes), _cause_table(session, causes),
-                  _totals(session, causes), tuple(suggest(session.events, causes, session.calls,
-                                        session.target_exception)))
+    slow = analyse_slow_calls(session)
+    return Report(session, causes, _functions(session, causes),
+                  _cause_table(session, causes, slow), _totals(session, causes),
+                  tuple(suggest(session.events, causes, session.calls, session.target_exception)),
+                  slow)
 
 
 def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
@@ -273,11 +293,12 @@ class _CauseGroup:
     values: dict[str, None]  # an ordered set (``_add_value``)
 
 
-def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]
-                 ) -> tuple[CauseRow, ...]:
+def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]],
+                 slow: SlowCallReport) -> tuple[CauseRow, ...]:
     """One row per (function, cause, argument, call site) of top-level re-compilations that are
-    not JAX's own, with the seconds they cost; repeated events collapse into one row. Most
-    expensive first (NaN last), then the most frequent; stable."""
+    not JAX's own, with the seconds they cost; repeated events collapse into one row; and one
+    per group of slow calls that is not JAX's own. Most expensive first (NaN last), then the
+    most frequent; stable."""
     groups: dict[tuple[str, Owner, CauseCode, str, str], _CauseGroup] = {}
     for e in session.events:
         cause = causes[e.seq][0]
@@ -295,6 +316,9 @@ def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]]
     rows = [CauseRow(*key, count=len(g.costs), seconds=_seconds(g.costs),
                      values=_value_range(g.values), first_event=g.first_event)
             for key, g in groups.items()]
+    rows += [CauseRow(g.function, g.owner, g.reason, "", g.call_site or "", g.calls,
+                      g.avoidable_seconds, g.detail, -1, RowKind.SLOW_CALLS)
+             for g in slow.groups if g.owner != Owner.JAX]
     rows.sort(key=lambda r: (_descending(r.seconds), -r.count))
     return tuple(rows)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +33,16 @@ class Frames:
         events: one row per trace/compile event, its primary cause spelled out (``cause``,
             ``argument``, ``before``, ``after``, ``detail``...).
         causes: the cost-ranked cause table (``function``, ``code``, ``argument``,
-            ``call_site``, ``count``, ``seconds``, ``values``, ``first_event``).
+            ``call_site``, ``count``, ``seconds``, ``values``, ``first_event``, ``kind``:
+            ``recompile`` or ``slow_calls``).
+        slow_calls: one row per group of slow calls (``function``, ``reason``, ``calls``,
+            ``seconds``, ``avoidable_seconds``, ``line``, ``call_site``, ``why``, ``fix``...).
     """
 
     functions: pd.DataFrame
     events: pd.DataFrame
     causes: pd.DataFrame
+    slow_calls: pd.DataFrame
 
 
 class RecompileReport:
@@ -102,7 +106,8 @@ class RecompileReport:
         return [] if self.gate is None else self.gate.every_violation
 
     def to_pandas(self) -> Frames:
-        """The ``functions``, ``events`` and ``causes`` tables as DataFrames (copies)."""
+        """The ``functions``, ``events``, ``causes`` and ``slow_calls`` tables as DataFrames
+        (copies)."""
         return to_pandas(self.report)
 
     def compiles(self, function: str | None = None) -> int:
@@ -112,6 +117,16 @@ class RecompileReport:
     def traces(self, function: str | None = None) -> int:
         """Traces of the functions named ``function`` (all your functions when None)."""
         return sum(f.traces for f in self._functions_named(function))
+
+    def slow_calls(self, function: str | None = None) -> int | None:
+        """Slow calls (calls JAX ran through its Python dispatch without compiling) of the
+        functions named ``function`` (all your functions when None); None, never 0, when
+        this recording could not see them (the headline of its report says why)."""
+        slow = self.report.slow_calls
+        if slow.observable is not True:
+            return None
+        return sum(g.calls for g in slow.groups
+                   if (g.owner == Owner.USER if function is None else g.function == function))
 
     def _functions_named(self, function: str | None) -> list[FunctionRow]:
         return [f for f in self.report.functions
@@ -124,6 +139,7 @@ class RecompileReport:
 
     def check(self, max_compiles: int | None = None,
               fail_on: str | Iterable[str | CauseCode] = (),
+              max_slow_calls: int | None = None,
               **per_function: int) -> RecompileReport:
         """This report with a gate evaluated on it (the same evaluator as ``--max-compiles``,
         ``--fail-on`` and the budget file); violations are listed in ``.violations`` and shown
@@ -133,6 +149,8 @@ class RecompileReport:
             max_compiles: a limit on the compiles of every user function.
             fail_on: cause codes that fail wherever they occur: one (``"shape"``), a
                 comma-separated text or a list (``CauseCode`` members or their values).
+            max_slow_calls: a limit on the slow calls of every user function (a recording
+                that could not see slow calls fails it).
             **per_function: a limit per function name or glob, e.g. ``train_step=1``.
 
         A per-function limit whose name matches no function guards nothing: it is warned
@@ -144,7 +162,7 @@ class RecompileReport:
         """
         from recompile_cli.guards.errors import UnmatchedBudgetWarning
 
-        checked, unmatched = gated(self, max_compiles, per_function, fail_on)
+        checked, unmatched = gated(self, max_compiles, per_function, fail_on, max_slow_calls)
         for message in unmatched:
             warnings.warn(UnmatchedBudgetWarning(message), stacklevel=2)
         return checked
@@ -196,12 +214,15 @@ class RecompileReport:
 
 def gated(report: RecompileReport, max_compiles: Any = None,
           per_function: dict[str, Any] | None = None,
-          fail_on: str | Iterable[str | CauseCode] = ()) -> tuple[RecompileReport, list[str]]:
+          fail_on: str | Iterable[str | CauseCode] = (),
+          max_slow_calls: Any = None) -> tuple[RecompileReport, list[str]]:
     """``report`` with the gate of ``RecompileReport.check`` evaluated, and the messages of the
     per-function limits that matched no function (for the caller to warn where it should)."""
     from recompile_cli.gate.evaluate import Gated, evaluate
 
     gates = compile_limits(max_compiles, per_function, fail_on)
+    if max_slow_calls is not None:
+        gates = replace(gates, max_slow_calls=options.limit(max_slow_calls, "max_slow_calls"))
     result = evaluate([Gated(report.session.target, report.report, gates,
                              report.session.target_exception)])
     patterns = {row.pattern for row in result.rows}
@@ -235,12 +256,18 @@ def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None
 
 
 def to_pandas(report: Report | RecompileReport) -> Frames:
-    """The ``functions``, ``events`` and ``causes`` tables of a report as DataFrames.
+    """The ``functions``, ``events``, ``causes`` and ``slow_calls`` tables of a report as
+    DataFrames.
 
     The frames are new: changing them changes nothing in the report. In a notebook, a cell's
     temporary file is written ``In[n]`` (``In[n], line 3``), as in the inline report.
     """
-    from recompile_cli.analysis.dataframes import causes_frame, events_frame, functions_frame
+    from recompile_cli.analysis.dataframes import (
+        causes_frame,
+        events_frame,
+        functions_frame,
+        slow_calls_frame,
+    )
     from recompile_cli.analysis.report import Report
     from recompile_cli.render.notebook_cells import notebook_labels
 
@@ -249,9 +276,9 @@ def to_pandas(report: Report | RecompileReport) -> Frames:
         raise TypeError(f"to_pandas(report): {type(report).__name__} is not a report; pass "
                         "recompile_cli.analyse(session) or a recording's .report")
     frames = Frames(functions=functions_frame(inner), events=events_frame(inner),
-                    causes=causes_frame(inner))
+                    causes=causes_frame(inner), slow_calls=slow_calls_frame(inner))
     relabel = notebook_labels()
-    for frame in (frames.functions, frames.events, frames.causes):
+    for frame in (frames.functions, frames.events, frames.causes, frames.slow_calls):
         for column in frame.columns:
             if frame[column].map(lambda v: isinstance(v, str) and "ipykernel_" in v).any():
                 frame[column] = frame[column].map(

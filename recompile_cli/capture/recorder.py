@@ -4,13 +4,16 @@ The public ``jax.monitoring`` duration events give the trace / lower / compile s
 times; the private hooks in ``capture.jax.hooks`` add signatures, nesting and lowering-key changes.
 Both only fire on cache misses. One thread's events arrive in order (trace, lowering, compile)
 and are stitched into one ``Event`` per miss through a per-thread "current event" slot, which
-``enrich.Enrichment`` completes with the compile's cache key and cost. The ``Recorder`` owns all
-recording state (with ``Enrichment`` and ``stale.Watch``); ``stop()`` returns frozen data.
+``enrich.Enrichment`` completes with the compile's cache key and cost. Calls that JAX dispatches
+in Python without any of those stages (slow calls: ``capture.jax.slow_calls``) are grouped by
+``slow_groups.SlowCallLog``. The ``Recorder`` owns all recording state (with ``Enrichment``,
+``stale.Watch`` and ``SlowCallLog``); ``stop()`` returns frozen data.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -23,14 +26,16 @@ import msgspec
 from recompile_cli.capture import forks, origins, process, raised, stack
 from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
-from recompile_cli.capture.jax import hooks, listeners, refusals
+from recompile_cli.capture.jax import hooks, listeners, refusals, slow_calls
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
+from recompile_cli.capture.slow_groups import SlowCallLog
 from recompile_cli.capture.stack import exception_summary
 from recompile_cli.capture.stale import Watch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
+    PUBLIC_ONLY_CHOSEN,
     Environment,
     Event,
     FunctionKey,
@@ -38,6 +43,8 @@ from recompile_cli.session.model import (
     Owner,
     Session,
     Signature,
+    SlowCalls,
+    SlowCallWatch,
 )
 from recompile_cli.session.warmup import Warmup
 
@@ -69,14 +76,19 @@ class Recorder:
         compile_cost: profile each lowered program (``capture.jax.cost``; private hooks only).
         cache_keys: take each persistent-cache key apart (``capture.jax.cache_key``; private
             hooks and a cache directory only).
+        on_slow_call: called with a function's slow-call group (its calls so far) at each of
+            its slow calls, on the calling thread; like ``on_compile``, what it raises reaches
+            the call (the runtime guard's ``max_slow_calls``).
     """
 
     def __init__(self, target: str = "", hook_mode: HookMode = HookMode.PRIVATE,
                  events_log: str | Path | EventLog | None = None,
                  on_compile: Callable[[Event], None] | None = None,
-                 compile_cost: bool = True, cache_keys: bool = True) -> None:
+                 compile_cost: bool = True, cache_keys: bool = True,
+                 on_slow_call: Callable[[SlowCalls], None] | None = None) -> None:
         self.target = target
         self._on_compile = on_compile
+        self._on_slow_call = on_slow_call
         self._requested_mode = HookMode(hook_mode)
         self._events_log_path = events_log
         self._log: EventLog | None = None
@@ -107,6 +119,9 @@ class Recorder:
         self._warmup: Warmup | None = None
         self._raises = raised.Watch(self.refused)  # calls JAX refused, caught or not (3.12+)
         self._refusals: dict[int, BaseException] = {}  # the exceptions recorded as refusals
+        self._slow_hooks: slow_calls.SlowCallHooks | None = None
+        self._slow: SlowCallLog | None = None
+        self._slow_watch: SlowCallWatch | None = None
         self.session: Session | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -116,8 +131,7 @@ class Recorder:
             reason = hooks.probe()
             if reason is None:
                 self._hooks = hooks.Hooks(
-                    self._on_trace, self._on_lower, self._on_internal_error,
-                    self._on_cost if self._enrich.compile_cost else None)
+                    self._on_trace, self._on_lower, self._on_internal_error, self._on_cost)
                 self._hooks.install()
                 self._base_context = hooks.trace_context()
                 self._raises.start()
@@ -125,16 +139,36 @@ class Recorder:
                 self._warnings.append(f"JAX's tracing internals are unavailable ({reason}): "
                                       "counting compiles and times from the public "
                                       "jax.monitoring events only, without causes")
+                self._slow_watch = SlowCallWatch(False, reason)
         self.hook_mode = HookMode.PRIVATE if self._hooks else HookMode.PUBLIC_ONLY
         self._enrich.install(private=self._hooks is not None)
         listeners.register_listener("event_duration", self._on_duration)
         listeners.register_listener("event", self._on_event)
+        self._watch_slow_calls()
         if self._events_log_path is not None:  # the end record completes its environment
             self._log = (self._events_log_path if isinstance(self._events_log_path, EventLog)
                          else EventLog(self._events_log_path))
-            self._log.header(self.environment(), self.target, self.base_context)
+            self._log.header(self.environment(), self.target, self.base_context,
+                             self._slow_watch)
+        self._slow = SlowCallLog(self._t0, self._emit_slow, self._functions.function_id,
+                                 self._functions.owner)
         forks.track(self)
         return self
+
+    def _watch_slow_calls(self) -> None:
+        """Install the slow-call hooks, or say why they cannot be (``SlowCallWatch``)."""
+        if self._hooks is None:
+            if self._slow_watch is None:  # (else: why the internals are unavailable)
+                self._slow_watch = SlowCallWatch(False, PUBLIC_ONLY_CHOSEN)
+            return
+        reason = slow_calls.probe()
+        if reason is not None:
+            self._slow_watch = SlowCallWatch(False, reason)
+            return
+        self._slow_hooks = slow_calls.SlowCallHooks(self._on_slow, self._work,
+                                                    self._on_internal_error)
+        self._slow_hooks.install()
+        self._slow_watch = SlowCallWatch(True)
 
     def forked(self) -> None:
         """In a child of ``os.fork``: a lock of its own, and the parent's events log left to
@@ -180,6 +214,7 @@ class Recorder:
         if self._hooks is not None:
             self._warnings.extend(self._hooks.uninstall())
             self._hooks = None
+        self._stop_slow_calls()
         self._warnings.extend(self._enrich.uninstall())
         if self._internal_errors:
             errors = self._internal_errors
@@ -195,6 +230,19 @@ class Recorder:
         if self._log is not None and not isinstance(self._events_log_path, EventLog):
             self._log.end(self.session, self.interrupted, self.failure_traceback)
         return self.session
+
+    def _stop_slow_calls(self) -> None:
+        """Restore JAX's dispatch; when there were slow calls, measure the fast-path baseline
+        (one cached call of a trivial jitted function, now that nothing of ours is hooked)."""
+        if self._slow_hooks is not None:
+            self._warnings.extend(self._slow_hooks.uninstall())
+            self._warnings.extend(self._slow_hooks.problems)
+            self._slow_hooks = None
+        if self._slow and self._slow_watch is not None and self._slow_watch.observable:
+            self._slow_watch = dataclasses.replace(
+                self._slow_watch, fast_call_seconds=slow_calls.fast_call_seconds())
+        if self._slow is not None:
+            self._slow.flush()
 
     def environment(self) -> Environment:
         """What records (``process.environment``), read without starting JAX's backend."""
@@ -216,7 +264,9 @@ class Recorder:
             target=self.target, events=tuple(d.frozen(i) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
-            target_exception=self.failure, warmup=self._warmup)
+            target_exception=self.failure, warmup=self._warmup,
+            slow_calls=self._slow.snapshot() if self._slow is not None else (),
+            slow_call_watch=self._slow_watch)
 
     def __enter__(self) -> Recorder:
         return self.start()
@@ -374,10 +424,17 @@ class Recorder:
             function_id=self._functions.function_id(info.fun), function_kind=info.function_kind,
             created_at=created_at, static_classes=info.static_classes,
             python_scalars=info.python_scalars), replay=info.replay)
+        if info.flatten is not None:
+            draft.set(flatten=info.flatten)
         if info.error is not None:
             draft.set(error=trace_error(info.error, info.leaves))
         elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
             self._stale.add(info.name, info.defined_at, info.fun, info.host_code)
+        if info.error is None and info.jaxpr_id is not None and self._slow is not None:
+            self._slow.note_trace(info.jaxpr_id, info.fun,  # for naming its slow calls
+                                  (info.name, info.defined_at, draft.event.owner))
+            if self._slow_hooks is not None:
+                self._slow_hooks.learn(info.fun)
         if info.depth == 0:
             self._local.current = draft if info.error is None else None
             self._local.traced_fun = (info.jaxpr_id, info.fun)  # for naming its constants
@@ -423,9 +480,37 @@ class Recorder:
         self._emit(current)
 
     def _on_cost(self, jaxpr: Any, lowering: Any) -> None:
-        """Profile the program just lowered into the current event (``Enrichment.cost``)."""
-        if not self._paused:
+        """Profile the program just lowered into the current event (``Enrichment.cost``), and
+        tell the slow-call hooks which program it is (an AOT ``Compiled`` of it names it)."""
+        if self._slow_hooks is not None:
+            self._slow_hooks.note_lowering(jaxpr, lowering)
+        if not self._paused and self._enrich.compile_cost:
             self._enrich.cost(jaxpr, lowering)
+
+    def _on_slow(self, slow: slow_calls.Slow, seconds: float, frame: Any) -> None:
+        """One slow call (``capture.jax.slow_calls``); ``on_slow_call`` may raise into it."""
+        if self._paused or self._slow is None:
+            return
+        group = None
+        try:
+            group = self._slow.add(slow, seconds, frame, frozen=self._on_slow_call is not None,
+                                   label=self._call_label)
+        except Exception as exc:
+            self._on_internal_error(exc)
+        if group is not None and self._on_slow_call is not None:
+            self._on_slow_call(group)  # outside the guard: what it raises reaches the call
+
+    def slow_calls_of(self, name: str, defined_at: str | None) -> int:
+        """The slow calls of one function recorded so far."""
+        return self._slow.calls_of(name, defined_at) if self._slow is not None else 0
+
+    def _work(self) -> int:
+        """Traces, lowerings and compiles recorded so far on this thread (events emitted)."""
+        return int(getattr(self._local, "work", 0))
+
+    def _emit_slow(self, group_id: int, group: SlowCalls) -> None:
+        if self._log is not None:
+            self._log.slow_calls(group_id, group)
 
     def _on_internal_error(self, exc: BaseException) -> None:
         self._internal_errors += 1
@@ -464,6 +549,7 @@ class Recorder:
 
     def _emit(self, draft: Draft) -> None:
         """Stream the event, as it is now, to the events log (``--events-log``), if any."""
+        self._local.work = getattr(self._local, "work", 0) + 1  # what a slow call never does
         if self._log is not None:
             self._log.event(draft.frozen(draft.id))
 

@@ -75,7 +75,11 @@ def is_user_file(path: str) -> bool:
 
 def user_call_site(skip: int = 1) -> str | None:
     """``file:line (function)`` of the innermost user frame on this thread's stack."""
-    frame: types.FrameType | None = sys._getframe(skip)
+    return call_site_of(sys._getframe(skip))
+
+
+def call_site_of(frame: types.FrameType | None) -> str | None:
+    """``file:line (function)`` of the innermost user frame from ``frame`` outwards."""
     while frame is not None:
         code = frame.f_code
         if is_user_file(code.co_filename):

@@ -47,7 +47,7 @@ FormatOption = Annotated[Format | None, typer.Option(
 OutputOption = Annotated[Path | None, typer.Option(
     "--output", "-o", parser=output.path_option, metavar="PATH",
     help=f"Also write the report to this file ({extensions_text()}); with csv, a folder gets "
-    "functions.csv, events.csv, causes.csv and compile_cost.csv.")]
+    "functions.csv, events.csv, causes.csv, compile_cost.csv and slow_calls.csv.")]
 SaveOption = Annotated[Path | None, typer.Option(
     "--save", parser=output.path_option, metavar="PATH",
     help="Save the session as JSON, to render later with `recompile-cli report`.")]
@@ -63,6 +63,10 @@ HookOption = Annotated[HookMode, typer.Option(
 MaxCompilesOption = Annotated[int | None, typer.Option(
     "--max-compiles", min=0, max=ranges.MAX_COUNT,
     help="Gate: exit 1 if any of your functions compiles more often.")]
+MaxSlowCallsOption = Annotated[int | None, typer.Option(
+    "--max-slow-calls", min=0, metavar="N",
+    help="Gate: exit 1 if any of your functions makes more than N slow calls (calls JAX runs "
+    "through its Python dispatch without compiling); fails where they cannot be seen.")]
 FailOnOption = Annotated[str | None, typer.Option(
     "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
     "new_function,weak_type.")]

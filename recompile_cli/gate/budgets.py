@@ -24,7 +24,7 @@ from recompile_cli.session.model import CauseCode
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
 _LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
-           "max_equations", "allow_unrecorded")
+           "max_equations", "allow_unrecorded", "max_slow_calls")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
                 "static_argnames", "static_argnums", "no_jit", "after_warmup")
 
@@ -42,6 +42,7 @@ class Budget:
     max_equations: int | None = None  # jaxpr equations of any one compile (private hooks)
     # a limit with no recorded value to check warns instead of failing (``gate.evaluate``)
     allow_unrecorded: bool = False
+    max_slow_calls: int | None = None  # calls run through JAX's Python dispatch (slow calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +168,7 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     if not isinstance(raw, dict) or not raw:
         raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
     only_keys(raw, _LIMITS, where)
-    for key in ("max_compiles", "max_traces", "max_equations"):
+    for key in ("max_compiles", "max_traces", "max_equations", "max_slow_calls"):
         value = raw.get(key)
         if value is not None and (problem := ranges.count_problem(value)):
             raise Invalid((*where, key), problem)
@@ -196,4 +197,4 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
                   None if seconds is None else float(seconds),
                   float(raw.get("tolerance", DEFAULT_TOLERANCE)), causes, raw.get("max_equations"),
-                  allow_unrecorded)
+                  allow_unrecorded, raw.get("max_slow_calls"))

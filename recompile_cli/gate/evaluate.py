@@ -1,13 +1,15 @@
 """The gate evaluator: every CI gate over analysed runs, in one place, with one result type.
 
 ``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
-(``--max-compiles`` is a budget on every user function), ``--fail-on`` cause codes, the steady
+(``--max-compiles`` and ``--max-slow-calls`` are budgets on every user function), ``--fail-on``
+cause codes, the steady
 state, no compile after a warm-up plan (``after_warmup``), a baseline (its rules:
 ``gate.against_baseline``), and counts a target that raised as an
 error, never as a pass: its run is in ``errors`` and each of its budget rows carries the error
 (``BudgetRow.status`` is ``ERROR``). A limit that has no recorded value to check for a function
 that compiled (equations without the private hooks or with a compile the cost walk missed,
-compile seconds of a forecast, a steady state with no counted call) fails with a
+compile seconds of a forecast, a steady state with no counted call, slow calls in a run that
+could not see them) fails with a
 ``NOT_RECORDED`` violation that says why, never passes; ``allow_unrecorded`` (the budget key or
 ``--allow-unrecorded``) makes it a warning instead. Pure: no I/O. Each problem is a
 ``Violation`` whose message names the function, the numbers and the causes of the excess
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from recompile_cli.analysis.compile_cost import largest_program, top_line_text
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.slow_calls import SlowGroup
 from recompile_cli.gate.against_baseline import NEEDS_PRIVATE_HOOKS, compare_baseline
 from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
@@ -68,6 +71,8 @@ class BudgetRow:
     max_equations: int | None = None
     # limits with no recorded value, each a NOT_RECORDED violation unless allowed (then here)
     unrecorded_warnings: tuple[str, ...] = ()
+    slow_calls: int | None = None  # None: not observable in this run
+    max_slow_calls: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -104,6 +109,7 @@ class Gates:
             (``Session.warmup``; a run that recorded no warm-up fails it).
         allow_unrecorded: a limit with no recorded value to check warns instead of failing
             (``--allow-unrecorded``; a budget's own ``allow_unrecorded`` does it for its limits).
+        max_slow_calls: ``--max-slow-calls``: a limit on the slow calls of every user function.
     """
 
     budgets: tuple[Budget, ...] = ()
@@ -115,12 +121,13 @@ class Gates:
     budget_owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY)
     after_warmup: bool = False
     allow_unrecorded: bool = False
+    max_slow_calls: int | None = None
 
     @property
     def any(self) -> bool:
         return bool(self.budgets or self.max_compiles is not None or self.fail_on
                     or self.steady_state_after is not None or self.list_all
-                    or self.after_warmup)
+                    or self.after_warmup or self.max_slow_calls is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,14 +200,19 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
     for run in runs:
         gates = run.gates
         budgets = [(budget, gates.budget_owners) for budget in gates.budgets]
-        if gates.max_compiles is not None or gates.list_all:
-            budgets.append((Budget("*", max_compiles=gates.max_compiles), (Owner.USER,)))
+        if (gates.max_compiles is not None or gates.max_slow_calls is not None
+                or gates.list_all):
+            budgets.append((Budget("*", max_compiles=gates.max_compiles,
+                                   max_slow_calls=gates.max_slow_calls), (Owner.USER,)))
         for budget, owners in budgets:
             rows = check_budget(run.report, run.label, budget, owners, gates.allow_unrecorded)
             found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
             found.warnings += [text for row in rows for text in row.unrecorded_warnings]
             if not rows and budget.pattern != "*":
                 _no_match(found, run.label, budget.pattern, strict)
+            if budget.max_slow_calls is not None and run.report.slow_calls.observable is not True:
+                _split_unrecorded(found, [_slow_calls_unseen(run.report, run.label, budget)],
+                                  gates.allow_unrecorded or budget.allow_unrecorded)
         if gates.fail_on:
             found.violations += check_fail_on(run.report, gates.fail_on)
         if gates.steady_state_after is not None:
@@ -230,6 +242,16 @@ def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
         found.warnings.append(message)
 
 
+def _slow_calls_unseen(report: Report, target: str, budget: Budget) -> Violation:
+    """A limit on slow calls where the run could not see them: a ``NOT_RECORDED`` violation
+    (once per budget, whatever functions it matches)."""
+    limit = ("--max-slow-calls" if budget.pattern == "*"
+             else f"the budget {budget.pattern!r} (max_slow_calls)")
+    return Violation(budget.pattern, Rule.NOT_RECORDED, (
+        f"{target}: {limit} {budget.max_slow_calls} cannot be checked: "
+        f"{report.slow_calls.note}; {ALLOW_UNRECORDED}"))
+
+
 def _split_unrecorded(found: _Found, violations: Iterable[Violation], allowed: bool) -> None:
     """``violations`` into ``found``; those of ``NOT_RECORDED`` as warnings when ``allowed``."""
     for violation in violations:
@@ -242,32 +264,69 @@ def _split_unrecorded(found: _Found, violations: Iterable[Violation], allowed: b
 def check_budget(report: Report, target: str, budget: Budget,
                  owners: tuple[Owner, ...] = (Owner.USER, Owner.LIBRARY),
                  allow_unrecorded: bool = False) -> list[BudgetRow]:
-    """One row per function of ``owners`` whose name matches the budget's glob; a limit with
-    no recorded value to check is a ``NOT_RECORDED`` violation of its row, or one of its
+    """One row per function of ``owners`` whose name matches the budget's glob (a function
+    that only made slow calls, compiled before the recording, included); a limit with no
+    recorded value to check is a ``NOT_RECORDED`` violation of its row, or one of its
     ``unrecorded_warnings`` when allowed (``allow_unrecorded`` or the budget's own)."""
     events = _events_by_function(report)
     allowed = allow_unrecorded or budget.allow_unrecorded
+    slow = _slow_groups_by_function(report)
+    observable = report.slow_calls.observable is True
+    named = [(f.key, f.name, f.owner, f.compiles, f.traces, f.compile_seconds)
+             for f in report.functions]
+    seen = {key for key, *_ in named}
+    named += [(key, groups[0].function, groups[0].owner, 0, 0, 0.0)
+              for key, groups in slow.items() if key not in seen]
     rows = []
-    for f in report.functions:
-        if f.owner not in owners or not fnmatch.fnmatchcase(f.name, budget.pattern):
+    for key, name, owner, compiles, traces, compile_seconds in named:
+        if owner not in owners or not fnmatch.fnmatchcase(name, budget.pattern):
             continue
-        members = events.get(f.key, [])
+        members = events.get(key, [])
         compiled = [e for e in members if e.compiled]
         equations, largest = largest_program(compiled)
         recorded = largest is not None and all(e.cost is not None for e in compiled)
-        violations = tuple(_limits(report, budget, f.name, f.compile_seconds, members))
-        missing = tuple(Violation(f.name, Rule.NOT_RECORDED, f"{target}: {text}",
+        groups = slow.get(key, [])
+        violations = tuple(_limits(report, budget, name, compile_seconds, members))
+        if budget.max_slow_calls is not None and observable:
+            violations += tuple(_slow_limit(name, groups, budget.max_slow_calls))
+        missing = tuple(Violation(name, Rule.NOT_RECORDED, f"{target}: {text}",
                                   _site(compiled[0]) if compiled else None)
-                        for text in _unrecorded(report, budget, f.name, compiled))
-        rows.append(BudgetRow(target, f.name, budget.pattern, f.compiles, budget.max_compiles,
-                              f.traces, budget.max_traces, f.compile_seconds,
+                        for text in _unrecorded(report, budget, name, compiled))
+        rows.append(BudgetRow(target, name, budget.pattern, compiles, budget.max_compiles,
+                              traces, budget.max_traces, compile_seconds,
                               budget.max_compile_seconds,
                               violations + (() if allowed else missing),
                               equations=equations if recorded else None,
                               max_equations=budget.max_equations,
                               unrecorded_warnings=tuple(v.message for v in missing)
-                              if allowed else ()))
+                              if allowed else (),
+                              slow_calls=sum(g.calls for g in groups) if observable else None,
+                              max_slow_calls=budget.max_slow_calls))
     return rows
+
+
+def _slow_groups_by_function(report: Report) -> dict[str, list[SlowGroup]]:
+    out: dict[str, list[SlowGroup]] = {}
+    for g in report.slow_calls.groups:
+        out.setdefault(g.key, []).append(g)
+    return out
+
+
+def _slow_limit(name: str, groups: list[SlowGroup], limit: int) -> Iterable[Violation]:
+    """A function's slow calls beyond ``limit``: the groups that cost most, each with its
+    reason and fix; annotated at the line responsible (else the first call's site)."""
+    calls = sum(g.calls for g in groups)
+    if calls <= limit:
+        return
+    shown = "; ".join(f"{counted(g.calls, 'call')} {g.reason}: {g.why}"
+                      + (f" (first at {relative(g.call_site)})" if g.call_site else "")
+                      for g in groups[:3])
+    more = f"; ... {len(groups) - 3} more" if len(groups) > 3 else ""
+    fix = next((g.fix for g in groups if g.fix), None)
+    yield Violation(name, Rule.MAX_SLOW_CALLS, (
+        f"{name}: {counted(calls, 'slow call')} (run through JAX's Python dispatch without "
+        f"compiling), budget {limit}. {shown}{more}" + (f". Fix: {fix}" if fix else "")),
+        groups[0].line or groups[0].call_site)
 
 
 def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]

@@ -26,6 +26,7 @@ class Rule(StrEnum):
     # a limit with no recorded value to check (equations without the private hooks, ...)
     NOT_RECORDED = "not_recorded"
     AFTER_WARMUP = "after_warmup"  # a compile after the warm-up plan (--after-warmup)
+    MAX_SLOW_CALLS = "max_slow_calls"  # calls run through JAX's Python dispatch (slow calls)
 
 
 # the end of every NOT_RECORDED message: how to let such a limit pass

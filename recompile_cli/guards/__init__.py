@@ -76,6 +76,8 @@ from recompile_cli.guards.errors import (
     GuardViolation,
     RecompileLimitExceeded,
     RecompileWarning,
+    SlowCallLimitExceeded,
+    SlowCallWarning,
     UnmatchedBudgetWarning,
     inert,
 )
@@ -84,7 +86,8 @@ from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
            "GuardViolation", "HostsDiverged", "RecompileLimitExceeded", "RecompileWarning",
-           "UnmatchedBudgetWarning", "guard", "install_guard", "main", "parse_guard_spec"]
+           "SlowCallLimitExceeded", "SlowCallWarning", "UnmatchedBudgetWarning", "guard",
+           "install_guard", "main", "parse_guard_spec"]
 
 LOGGER_NAME = "recompile_cli.guard"
 logger = logging.getLogger(LOGGER_NAME)
@@ -203,13 +206,14 @@ class Guard:
     def _act(self, violation: GuardViolation, user_frame: types.FrameType | None) -> None:
         self.violations.append(violation)
         mode = self.config.on
+        slow = violation.slow_calls > 0
         if mode == "raise":
-            raise RecompileLimitExceeded(violation)
+            raise (SlowCallLimitExceeded if slow else RecompileLimitExceeded)(violation)
         if mode == "log":
             logger.warning("%s", violation.message, extra={"recompile": violation},
                            stacklevel=_stacklevel(user_frame))
             return
-        _warn(RecompileWarning(violation), user_frame)
+        _warn((SlowCallWarning if slow else RecompileWarning)(violation), user_frame)
 
     def _blind(self, message: str, user_frame: types.FrameType | None, *,
                raising: bool = True) -> None:
@@ -272,7 +276,7 @@ def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: 
           on: Mode = "warn", functions: Iterable[str] | None = None,
           check_hosts: bool = False, host_timeout: float = 60.0,
           after_warmup: str | os.PathLike[str] | None = None,
-          warmup_parallel: int | None = None) -> Guard:
+          warmup_parallel: int | None = None, max_slow_calls: int | None = None) -> Guard:
     """A guard to use as a context manager: ``with recompile_cli.guard(...): train()``.
 
     It does not clear JAX's caches: functions already compiled before it count from their
@@ -301,6 +305,10 @@ def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: 
             planned one. Checked here (``ValueError``); what the plan raises is a
             ``RuntimeError`` when the ``with`` block starts.
         warmup_parallel: the plan's ``warm_up(parallel=N)``: N threads.
+        max_slow_calls: the most slow calls (calls JAX runs through its Python dispatch
+            without compiling: ``docs/slow-calls.md``) allowed per guarded function; beyond
+            it, ``on`` acts as for compiles (``SlowCallLimitExceeded``/``SlowCallWarning``;
+            ``warn`` and ``log`` once per function). None (default): not limited.
 
     Returns:
         A ``Guard``, installed when the ``with`` block starts.
@@ -315,7 +323,9 @@ def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: 
                              warmup_calls=warmup_calls, on=on,
                              functions=options.names(functions, "functions"),
                              host_timeout=hosts if options.flag(check_hosts, "check_hosts")
-                             else None))
+                             else None,
+                             max_slow_calls=None if max_slow_calls is None
+                             else options.limit(max_slow_calls, "max_slow_calls")))
 
 
 def _plan(path: str | os.PathLike[str] | None) -> str | None:
@@ -336,7 +346,7 @@ def _plan(path: str | os.PathLike[str] | None) -> str | None:
 def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
                   warmup_calls: int | None = None, on: Mode | None = None,
                   functions: Iterable[str] | None = None, check_hosts: bool | None = None,
-                  host_timeout: float = 60.0) -> Guard:
+                  host_timeout: float = 60.0, max_slow_calls: int | None = None) -> Guard:
     """Install a guard now and return its handle (``.uninstall()`` removes it).
 
     Without arguments the configuration comes from the environment variable
@@ -357,6 +367,8 @@ def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
     if check_hosts is not None:
         hosts = options.host_timeout(host_timeout)
         changes["host_timeout"] = hosts if options.flag(check_hosts, "check_hosts") else None
+    if max_slow_calls is not None:
+        changes["max_slow_calls"] = options.limit(max_slow_calls, "max_slow_calls")
     if changes:
         changes["enabled"] = True
     return Guard(replace(config, **changes)).install()

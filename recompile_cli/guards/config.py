@@ -11,6 +11,8 @@
          | "warmup_calls=" N    compiles during a function's first N calls are not counted
          | "check_hosts=" N     in a multi-process job, check at each compile that every
                                 process compiles the same program (wait N s for them)
+         | "slow_calls=" N      at most N slow calls (run through JAX's Python dispatch
+                                without compiling) per guarded function
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ class GuardConfig:
     ``after_warmup``: a warm-up plan (``recompile-cli warmup``) the guard runs when installed,
     in ``warmup_parallel`` threads; its compiles do not count, and the limits count the
     compiles after it.
+
+    ``max_slow_calls``: the most slow calls allowed per guarded function (the functions
+    ``max_compiles`` and ``functions`` guard); None: slow calls are not limited.
     """
 
     max_compiles: int | Mapping[str, int] = 1
@@ -57,6 +62,7 @@ class GuardConfig:
     host_timeout: float | None = None
     after_warmup: str | None = None
     warmup_parallel: int | None = None
+    max_slow_calls: int | None = None
 
     def __post_init__(self) -> None:
         options.choice(self.on, "on", _MODES)
@@ -68,6 +74,8 @@ class GuardConfig:
             options.host_timeout(self.host_timeout)
         if self.warmup_parallel is not None:
             options.limit(self.warmup_parallel, "warmup_parallel")
+        if self.max_slow_calls is not None:
+            options.limit(self.max_slow_calls, "max_slow_calls")
         if self.functions is not None and not self.functions:
             raise ValueError("functions=[]: an empty list guards nothing; leave it out to "
                              "guard all your functions, or name some (functions='train_*')")
@@ -90,6 +98,13 @@ class GuardConfig:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.functions):
             return self.max_compiles
         return None
+
+    def slow_limit_of(self, name: str, owner: str) -> int | None:
+        """The slow-call limit of the function ``name``, or None when it is not limited: the
+        functions the compile limits guard (``limit_of``)."""
+        if self.max_slow_calls is None or self.limit_of(name, owner) is None:
+            return None
+        return self.max_slow_calls
 
     def patterns(self) -> tuple[str, ...]:
         """The globs the user named (``functions``, or the keys of ``max_compiles``)."""
@@ -120,6 +135,7 @@ def parse_guard_spec(text: str) -> GuardConfig:
     globs: dict[str, int] = {}
     warmup = 0
     hosts: float | None = None
+    slow: int | None = None
     for item in filter(None, (part.strip() for part in items.split(","))):
         match = _ITEM.match(item)
         if match is None:
@@ -130,13 +146,16 @@ def parse_guard_spec(text: str) -> GuardConfig:
             warmup = int(match["limit"])
         elif match["glob"].strip() == "check_hosts":  # 0: off
             hosts = _seconds(text, int(match["limit"])) or None
+        elif match["glob"].strip() == "slow_calls":
+            slow = int(match["limit"])
         else:
             globs[match["glob"].strip()] = int(match["limit"])
     if globs:  # a plain N next to globs limits your other functions
         return GuardConfig(max_compiles=globs, warmup_calls=warmup, on=mode,  # type: ignore[arg-type]
-                           other_limit=max_compiles, host_timeout=hosts)
+                           other_limit=max_compiles, host_timeout=hosts, max_slow_calls=slow)
     return GuardConfig(max_compiles=1 if max_compiles is None else max_compiles,
-                       warmup_calls=warmup, on=mode, host_timeout=hosts)  # type: ignore[arg-type]
+                       warmup_calls=warmup, on=mode, host_timeout=hosts,  # type: ignore[arg-type]
+                       max_slow_calls=slow)
 
 
 def _seconds(text: str, value: int) -> float:
@@ -152,6 +171,7 @@ def _seconds(text: str, value: int) -> float:
 def _spec_error(text: str, problem: str) -> str:
     return (f"{ENV_VAR}={text!r}: {problem}. Use MODE[:ITEM,...] with MODE warn, raise, log "
             "or off and ITEMs N (every function: at most N compiles), GLOB=N (functions "
-            "matching GLOB), warmup_calls=N or check_hosts=N (in a multi-process job, check "
+            "matching GLOB), warmup_calls=N, check_hosts=N (in a multi-process job, check "
             "that every process compiles the same program, waiting at most N seconds for "
-            "them), e.g. raise:train_*=1,warmup_calls=2")
+            "them) or slow_calls=N (at most N slow calls per function), e.g. "
+            "raise:train_*=1,warmup_calls=2")

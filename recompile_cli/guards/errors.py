@@ -32,6 +32,9 @@ class GuardViolation:
         call_site: ``file:line`` of the user's call that compiled.
         suggestion: how to avoid it, where the analysis has one.
         message: all of it in one paragraph (one line, escaped), as warned, logged or raised.
+        slow_calls: for a function beyond ``max_slow_calls`` (``SlowCallLimitExceeded``): its
+            slow calls counted so far, this one included (``limit`` is then that limit, ``cause``
+            the slow-call reason code and ``call_site`` the line responsible); 0 otherwise.
     """
 
     function: str
@@ -46,6 +49,7 @@ class GuardViolation:
     call_site: str | None
     suggestion: str | None
     message: str
+    slow_calls: int = 0
 
 
 class RecompileWarning(UserWarning):
@@ -59,6 +63,11 @@ class RecompileWarning(UserWarning):
         message = violation if isinstance(violation, str) else violation.message
         super().__init__(inert(message))
         self.violation = None if isinstance(violation, str) else violation
+
+
+class SlowCallWarning(RecompileWarning):
+    """Warned by ``guard(on="warn", max_slow_calls=N)`` when a function first makes more
+    than N slow calls (calls JAX runs through its Python dispatch without compiling)."""
 
 
 class GuardBlindWarning(RecompileWarning):
@@ -85,6 +94,11 @@ class RecompileLimitExceeded(RuntimeError):
         return (type(self), (self.violation,))
 
 
+class SlowCallLimitExceeded(RecompileLimitExceeded):
+    """Raised by ``guard(on="raise", max_slow_calls=N)`` from each slow call of a function
+    beyond N (a ``RecompileLimitExceeded``, so one ``except`` catches both)."""
+
+
 class GuardBlinded(RuntimeError):
     """Raised by ``guard(on="raise")`` when it can no longer see compiles (the program removed
     its ``jax.monitoring`` listeners): from ``jax.monitoring.clear_event_listeners()``, from the
@@ -96,5 +110,5 @@ class GuardBlinded(RuntimeError):
 
 # Shown (and pickled) under the module users import them from.
 for _class in (GuardViolation, RecompileWarning, GuardBlindWarning, UnmatchedBudgetWarning,
-               RecompileLimitExceeded, GuardBlinded):
+               RecompileLimitExceeded, GuardBlinded, SlowCallWarning, SlowCallLimitExceeded):
     _class.__module__ = "recompile_cli.guards"

@@ -1,9 +1,12 @@
 """What the runtime guard (``recompile_cli.guards``) runs on the miss path: ``Watch``, its
-``on_compile`` callback, and the watch over its own listeners.
+``on_compile`` and ``on_slow_call`` callbacks, and the watch over its own listeners.
 
 ``Watch`` counts each top-level compile of a guarded function and, beyond the limit, explains it
 with the CLI's analysis and has the guard act, on the compiling thread, inside the user's call
-(the recorder lets what ``on_compile`` raises through).
+(the recorder lets what ``on_compile`` raises through). With ``max_slow_calls``, each slow call
+of a guarded function beyond that limit (``slow_call``) is explained the same way, by its
+reason, line and fix: ``on="raise"`` raises from every such call, ``warn`` and ``log`` say it
+once per function (a slow call comes thousands of times a second).
 
 A guard that cannot see compiles must say so. A program can remove the guard's ``jax.monitoring``
 listeners; it is noticed, the listeners are put back, and the guard reports it (warn / log /
@@ -28,14 +31,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.slow_calls import analyse_group
 from recompile_cli.capture import stack
 from recompile_cli.capture.jax.listeners import is_registered, register_listener
 from recompile_cli.capture.jax.signatures import TraceInfo
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.guards.config import GuardConfig
-from recompile_cli.guards.errors import GuardViolation
-from recompile_cli.session.locations import relative
-from recompile_cli.session.model import Event, Owner, Session, function_key
+from recompile_cli.guards.errors import GuardViolation, inert
+from recompile_cli.session.locations import relative, relative_in
+from recompile_cli.session.model import Event, Owner, Session, SlowCalls, function_key
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
@@ -58,14 +62,15 @@ class Watch:
     """
 
     def __init__(self, config: GuardConfig, act: Act, blind: Blind) -> None:
-        self.recorder: Recorder = _GuardRecorder(self)
         self.config = config
+        self.recorder: Recorder = _GuardRecorder(self)
         self.act = act
         self.blind = blind
         self._compiles: dict[str, int] = {}
         self._keys_by_name: dict[str, str | None] = {}  # None: several functions of that name
         self._explained: dict[str, tuple[GuardViolation, str]] = {}  # key -> last violation
         self._lock = threading.Lock()
+        self._slow_said: set[str] = set()  # functions whose slow calls were warned or logged
         self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
         if config.host_timeout is not None:  # a peer's stop ends this process from the check's
@@ -90,6 +95,38 @@ class Watch:
             return
         if violation is not None:
             self.act(violation, user_frame)
+
+    def slow_call(self, group: SlowCalls) -> None:
+        """A slow call (the recorder's ``on_slow_call``): beyond ``max_slow_calls`` for its
+        function, the guard acts (``raise`` at every such call, ``warn``/``log`` once)."""
+        try:
+            violation = self._check_slow(group)
+        except Exception:  # never turn a bug of ours into the user's error
+            return
+        if violation is not None:
+            self.act(violation, innermost_user_frame(sys._getframe(1)))
+
+    def _check_slow(self, group: SlowCalls) -> GuardViolation | None:
+        limit = self.config.slow_limit_of(group.function, group.owner)
+        if limit is None:
+            return None
+        key = function_key(group.function, group.defined_at)
+        count = self.recorder.slow_calls_of(group.function, group.defined_at)
+        if count <= limit or (self.config.on != "raise" and key in self._slow_said):
+            return None
+        self._slow_said.add(key)
+        found = analyse_group(group, None, "")
+        where = found.line or found.call_site
+        message = (f"recompile-cli guard: {group.function} made {counted(count, 'slow call')}, "
+                   f"limit {limit}: JAX ran it through its Python dispatch without compiling "
+                   f"({group.reason}): {relative_in(found.why)}")
+        if found.fix:
+            message += f". Suggestion: {relative_in(found.fix)}"
+        return GuardViolation(
+            function=group.function, defined_at=group.defined_at,
+            compiles=self._compiles.get(key, 0), limit=limit, cause=str(group.reason),
+            argument=None, before=None, after=None, detail=group.detail, call_site=where,
+            suggestion=found.fix, message=inert(message), slow_calls=count)
 
     # -- the listeners -----------------------------------------------------------------------------
     def listening(self) -> bool:
@@ -213,7 +250,8 @@ class _GuardRecorder(Recorder):
     def __init__(self, watch: Watch) -> None:
         # The guard reports compile counts and causes only: no compile-cost walk, no cache keys.
         super().__init__("recompile_cli.guard", on_compile=watch, compile_cost=False,
-                         cache_keys=False)
+                         cache_keys=False, on_slow_call=watch.slow_call
+                         if watch.config.max_slow_calls is not None else None)
         self._watch = watch
 
     def _on_trace(self, info: TraceInfo) -> None:

@@ -45,6 +45,13 @@ def gate_summary(result: GateResult, markdown: bool = False) -> str:
             line.insert(5, "" if row is None else show(_limit(
                 "not recorded" if row.equations is None else f"{row.equations:,}",
                 row.max_equations)))
+    if any(row.max_slow_calls is not None for row in rows):  # max_slow_calls budgets
+        headers.insert(len(headers) - 1, "slow calls")
+        for i, line in enumerate(table):
+            row = rows[i] if i < len(rows) else None
+            line.insert(len(line) - 1, "" if row is None else show(_limit(
+                "not observable" if row.slow_calls is None else f"{row.slow_calls:,}",
+                row.max_slow_calls)))
     if table:
         lines.append(tabulate(table, headers=headers,
                               tablefmt="github" if markdown else "simple",

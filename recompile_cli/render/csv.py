@@ -1,5 +1,6 @@
-"""CSV: the events table, or ``functions.csv``, ``events.csv`` and ``causes.csv``, written from
-the DataFrames of ``analysis.dataframes`` (so the CSV files and ``to_pandas()`` agree).
+"""CSV: the events table, or ``functions.csv``, ``events.csv``, ``causes.csv``,
+``compile_cost.csv`` and ``slow_calls.csv``, written from the DataFrames of
+``analysis.dataframes`` (so the CSV files and ``to_pandas()`` agree).
 
 Every file has a header row; ``pandas.read_csv`` reads them back. In ``functions.csv`` the
 ``causes`` column is ``code:count`` pairs separated by ``;``. Text cells that a spreadsheet
@@ -16,6 +17,7 @@ from recompile_cli.analysis.dataframes import (
     cost_lines_frame,
     events_frame,
     functions_frame,
+    slow_calls_frame,
 )
 from recompile_cli.analysis.report import Report
 from recompile_cli.render import escape
@@ -34,7 +36,8 @@ def render_files(report: Report) -> dict[str, str]:
     return {"functions.csv": _csv(functions),
             "events.csv": render(report),
             "causes.csv": _csv(causes_frame(report)),
-            "compile_cost.csv": _csv(cost_lines_frame(report))}
+            "compile_cost.csv": _csv(cost_lines_frame(report)),
+            "slow_calls.csv": _csv(slow_calls_frame(report))}
 
 
 def _csv(frame: pd.DataFrame) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report, Tally
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.slow_calls import verdict
 from recompile_cli.session.model import CauseCode, HookMode, Owner, function_key
 
 LISTED = 5  # functions of yours with a line of their own; the rest are summed up in one
@@ -32,11 +33,12 @@ class Headline:
     others: str | None
     overall: str
     mode: str | None = None  # public-only: what the report cannot tell, said before anything
+    slow: str | None = None  # your slow calls, or that they could not be seen
 
     @property
     def lines(self) -> list[str]:
         return [*([self.mode] if self.mode else []), *self.functions,
-                *([self.yours] if self.yours else []),
+                *([self.yours] if self.yours else []), *([self.slow] if self.slow else []),
                 *([self.others] if self.others else []), self.overall]
 
 
@@ -58,7 +60,7 @@ def headline(report: Report) -> Headline:
     user = report.totals.by_owner.get(Owner.USER)
     yours = _yours(user) if user is not None and len(busy) > 1 else None
     return Headline(functions, yours, _others(report.functions), _overall(report),
-                    public_only_note(report))
+                    public_only_note(report), verdict(report.slow_calls))
 
 
 def public_only_note(report: Report) -> str | None:

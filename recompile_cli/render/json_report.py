@@ -1,5 +1,6 @@
 """The JSON report (``schema_version`` 1): the saved session (``session.codec``) plus the
-analysis: totals, functions, cause_table, each event's kind, cause and causes, and suggestions.
+analysis: totals, functions, cause_table, each event's kind, cause and causes, suggestions,
+compile_cost and slow_calls (``render.slow_calls``).
 One field per line and one event per line; NaN and infinities are written as ``null``.
 
 Each event is the saved session's event with ``kind``, ``cause`` and ``causes`` appended: the
@@ -15,7 +16,7 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render import compile_cost, warmup_coverage
+from recompile_cli.render import compile_cost, slow_calls, warmup_coverage
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 
@@ -49,6 +50,7 @@ def _fields(report: Report, events: list[msgspec.Raw]) -> dict[str, Any]:
     }
     fields.update((name, value) for name, value in saved.items() if name not in fields)
     fields["compile_cost"] = compile_cost.json_section(report)  # added in 0.3: after the rest
+    fields["slow_calls"] = slow_calls.json_section(report)  # added in 0.4
     section = warmup_coverage.json_section(report)
     if section is not None:  # a run after a warm-up plan
         fields["warmup_coverage"] = section

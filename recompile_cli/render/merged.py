@@ -1,6 +1,6 @@
-"""The ``merge`` command's report: the processes, per-process function counts, and where the
-processes compile differently, as terminal text, GitHub-flavoured Markdown or JSON; and the same
-two sections for the HTML page of a merged session (``html_sections``).
+"""The ``merge`` command's report: the processes, per-process function counts, per-process slow
+calls, and where the processes compile differently, as terminal text, GitHub-flavoured Markdown
+or JSON; and the same two sections for the HTML page of a merged session (``html_sections``).
 
 Names, paths, values, hosts and messages come from the merged reports; each is made inert for
 its format where it is written (``escape.terminal``, ``escape.markdown``; JSON is data)."""
@@ -45,6 +45,16 @@ def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
                           tablefmt=tablefmt, disable_numparse=True))
     lines += ["", heading.format("Functions (each process: traces / compiles / compile s)")]
     lines += _functions(comparison, show, tablefmt)
+    slow = _slow_calls(merged)
+    if slow:
+        lines += ["", heading.format("Slow calls (each process: calls run through JAX's Python "
+                                     "dispatch without compiling)")]
+        lines.append(tabulate(
+            [[show(row["function"]), show(location(row["defined_at"])),
+              *(row["per_process"].get(str(p.index), 0) for p in merged.parts),
+              show(", ".join(row["reasons"]))] for row in slow],
+            headers=["function", "defined at", *(f"process {p.index}" for p in merged.parts),
+                     "reasons"], tablefmt=tablefmt, disable_numparse=True))
     lines += ["", heading.format(_divergence_title(comparison))]
     lines += [line for d in comparison.divergences for line in _divergence(d, show, markdown)]
     if not comparison.divergences:
@@ -175,6 +185,23 @@ def to_dict(merged: Merged, comparison: Comparison) -> dict[str, Any]:
                                           "values": {k: list(v) for k, v in x.values.items()}}
                                          for x in d.differences]}
                         for d in comparison.divergences],
+        "slow_calls": _slow_calls(merged),
         "notes": list(merged.notes),
     })
     return data
+
+
+def _slow_calls(merged: Merged) -> list[dict[str, Any]]:
+    """Per function not JAX's: its slow calls on each process and their reasons."""
+    found: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for group in merged.session.slow_calls:
+        if group.owner == Owner.JAX:
+            continue
+        row = found.setdefault((group.function, group.defined_at), {
+            "function": group.function, "defined_at": group.defined_at, "owner": group.owner,
+            "per_process": {}, "reasons": []})
+        index = str(group.process)
+        row["per_process"][index] = row["per_process"].get(index, 0) + group.calls
+        if group.reason not in row["reasons"]:
+            row["reasons"].append(group.reason)
+    return list(found.values())

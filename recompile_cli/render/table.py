@@ -17,9 +17,16 @@ from typing import Any
 from tabulate import tabulate
 
 from recompile_cli.analysis.cache_outcomes import outcomes
-from recompile_cli.analysis.report import FunctionRow, Report
+from recompile_cli.analysis.report import FunctionRow, Report, RowKind
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.render import cache_keys, compile_cost, escape, fit, warmup_coverage
+from recompile_cli.render import (
+    cache_keys,
+    compile_cost,
+    escape,
+    fit,
+    slow_calls,
+    warmup_coverage,
+)
 from recompile_cli.render.fit import Column, Give
 from recompile_cli.render.headline import headline
 from recompile_cli.session.locations import display as location
@@ -68,6 +75,9 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
         head = [line + "  " for line in head]  # Markdown line breaks
     lines = _prose(head, fits)
     lines += _cause_table(report, style, fits)
+    lines += slow_calls.text_section(
+        report, show_all, style.heading, style.bullet, style.text, style.prose,
+        lambda table: _table(table, style, fits, slow_calls.FIT), lambda text: _prose(text, fits))
     lines += ["", *_functions(report, show_all, style, fits)]
     lines += compile_cost.text_section(
         report, style.heading, style.bullet, style.text, style.prose,
@@ -117,10 +127,18 @@ def cause_rows(report: Report) -> Table:
     (``FunctionRow.label``), so that, e.g., flax's internal ``<lambda>`` never reads as one of
     yours and a library's function that you jitted keeps its library's name."""
     label = {(f.name, f.owner): f.label for f in report.functions}
-    rows = [[f"x{r.count}", r.code, label.get((r.function, r.owner), r.function),
+    rows = [[f"x{r.count}", f"slow:{r.code}" if r.kind == RowKind.SLOW_CALLS else r.code,
+             label.get((r.function, r.owner), r.function),
              r.argument, r.values, location(r.call_site), r.seconds]
             for r in report.cause_table[:_MAX_ROWS]]
     return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
+
+
+def cause_table_title(report: Report) -> str:
+    """"Re-compilations by cost", naming the slow calls ranked in it when there are any."""
+    if any(r.kind == RowKind.SLOW_CALLS for r in report.cause_table):
+        return "Re-compilations and slow calls by cost"
+    return "Re-compilations by cost"
 
 
 def function_rows(report: Report, show_all: bool) -> Table:
@@ -205,7 +223,7 @@ SAY_NOTHING_AT_ZERO = ("errors",)  # columns left out when every value is 0, as 
 def _cause_table(report: Report, style: Style, width: int | None) -> list[str]:
     if not report.cause_table:
         return []
-    lines = ["", style.heading.format("Re-compilations by cost"),
+    lines = ["", style.heading.format(cause_table_title(report)),
              _table(cause_rows(report), style, width, _CAUSE_FIT)]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")

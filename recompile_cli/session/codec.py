@@ -37,6 +37,8 @@ from recompile_cli.session.model import (
     Event,
     ProcessRecord,
     Session,
+    SlowCalls,
+    SlowCallWatch,
     StaleCapture,
 )
 from recompile_cli.session.warmup import Warmup
@@ -123,6 +125,8 @@ class SessionDocument(msgspec.Struct, kw_only=True):
     stale_captures: tuple[StaleCapture, ...] = ()
     processes: tuple[ProcessRecord, ...] = ()
     warmup: Warmup | None = None
+    slow_call_groups: tuple[SlowCalls, ...] = ()  # (the JSON report's slow_calls is analysis)
+    slow_call_watch: SlowCallWatch | None = None
 
     def session(self) -> Session:
         return Session(environment=self.environment, target=self.target, events=self.events,
@@ -130,7 +134,8 @@ class SessionDocument(msgspec.Struct, kw_only=True):
                        calls=self.calls, warnings=self.warnings,
                        stale_captures=self.stale_captures,
                        target_exception=self.target_exception, processes=self.processes,
-                       warmup=self.warmup)
+                       warmup=self.warmup, slow_calls=self.slow_call_groups,
+                       slow_call_watch=self.slow_call_watch)
 
 
 def session_fields(session: Session, events: list[msgspec.Raw] | None = None
@@ -152,6 +157,9 @@ def session_fields(session: Session, events: list[msgspec.Raw] | None = None
         fields["processes"] = session.processes
     if session.warmup is not None:
         fields["warmup"] = session.warmup
+    if session.slow_call_watch is not None:  # added in 0.4: slow calls, after the rest
+        fields["slow_call_watch"] = session.slow_call_watch
+        fields["slow_call_groups"] = session.slow_calls
     return fields
 
 
@@ -264,6 +272,7 @@ class LogHeader(msgspec.Struct, tag_field="type", tag="header"):
     environment: Environment
     target: str
     base_context: dict[str, str]
+    slow_call_watch: SlowCallWatch | None = None  # whether slow calls are watched
 
 
 class LogEvent(msgspec.Struct, tag_field="type", tag="event"):
@@ -287,6 +296,7 @@ class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
     traceback: str | None = None  # the user's traceback of the target's first exception
     events: tuple[Event, ...] | None = None  # the final events, when not those streamed (a
     # forecast's: its traces turned into predicted compiles)
+    slow_call_watch: SlowCallWatch | None = None  # with the fast-path baseline measured
 
 
 class LogRefused(msgspec.Struct, tag_field="type", tag="refused"):
@@ -304,6 +314,14 @@ class LogWarmup(msgspec.Struct, tag_field="type", tag="warmup"):
     warmup: Warmup
 
 
-LogRecord = LogHeader | LogEvent | LogEnd | LogRefused | LogWarmup
+class LogSlowCalls(msgspec.Struct, tag_field="type", tag="slow_calls"):
+    """A group of slow calls when it first appears, then its counts at most a few times a
+    second and at the end; the last record of an ``id`` wins."""
+
+    id: int
+    group: SlowCalls
+
+
+LogRecord = LogHeader | LogEvent | LogEnd | LogRefused | LogWarmup | LogSlowCalls
 _LOG_DECODER = msgspec.json.Decoder(LogRecord)
 decode_record = _LOG_DECODER.decode

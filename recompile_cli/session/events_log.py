@@ -2,8 +2,9 @@
 (``LogReader``).
 
 The records are ``session.codec``'s: a ``LogHeader``, a ``LogEvent`` every time an event
-changes, a ``LogWarmup`` when a warm-up plan ends, and a ``LogEnd`` (or a ``LogRefused`` for a
-run that could not start). The log is what
+changes, a ``LogWarmup`` when a warm-up plan ends, a ``LogSlowCalls`` for a group of slow calls
+as it appears and as its counts grow, and a ``LogEnd`` (or a ``LogRefused`` for a run that could
+not start). The log is what
 ``--events-log x.jsonl`` writes and what a supervised run's child streams to its parent over a
 pipe (``cli.supervisor``). Each line is flushed as it is written, so a process killed by a
 signal, a crash or ``os._exit`` leaves every event up to that moment. Writing never raises: a
@@ -23,7 +24,14 @@ import msgspec
 
 from recompile_cli.errors import SessionFileError
 from recompile_cli.session import codec
-from recompile_cli.session.model import SCHEMA_VERSION, Environment, Event, Session
+from recompile_cli.session.model import (
+    SCHEMA_VERSION,
+    Environment,
+    Event,
+    Session,
+    SlowCalls,
+    SlowCallWatch,
+)
 from recompile_cli.session.warmup import Warmup
 
 DAMAGED = "The events log is damaged; record the run again"
@@ -48,9 +56,10 @@ class EventLog:
         except OSError as exc:
             self._stop(exc)
 
-    def header(self, environment: Environment, target: str, base_context: dict[str, str]
-               ) -> None:
-        self._write(codec.LogHeader(SCHEMA_VERSION, environment, target, base_context))
+    def header(self, environment: Environment, target: str, base_context: dict[str, str],
+               slow_call_watch: SlowCallWatch | None = None) -> None:
+        self._write(codec.LogHeader(SCHEMA_VERSION, environment, target, base_context,
+                                    slow_call_watch))
 
     def event(self, event: Event) -> None:
         self._write(codec.LogEvent(event.seq, event))
@@ -58,6 +67,9 @@ class EventLog:
     def warmup(self, warmup: Warmup) -> None:
         """The warm-up plan that just ended (``capture.warmup``)."""
         self._write(codec.LogWarmup(warmup))
+
+    def slow_calls(self, group_id: int, group: SlowCalls) -> None:
+        self._write(codec.LogSlowCalls(group_id, group))
 
     def end(self, session: Session, interrupted: int | None = None,
             traceback: str | None = None, events: tuple[Event, ...] | None = None) -> None:
@@ -67,7 +79,7 @@ class EventLog:
             wall_seconds=session.wall_seconds, calls=session.calls, warnings=session.warnings,
             stale_captures=session.stale_captures, target_exception=session.target_exception,
             environment=session.environment, interrupted=interrupted, traceback=traceback,
-            events=events))
+            events=events, slow_call_watch=session.slow_call_watch))
         self.close()
 
     def line(self, record: bytes) -> None:
@@ -130,6 +142,7 @@ class LogReader:
         self.refused: codec.LogRefused | None = None
         self.warmup: Warmup | None = None
         self.events: dict[int, Event] = {}
+        self.slow_calls: dict[int, SlowCalls] = {}  # group id -> the group as last streamed
 
     def feed(self, line: bytes, number: int) -> codec.LogRecord | None:
         """Take one line (``number`` counts from 1); blank lines are skipped (None)."""
@@ -153,6 +166,8 @@ class LogReader:
             self.events[record.id] = record.event
         elif isinstance(record, codec.LogWarmup):
             self.warmup = record.warmup
+        elif isinstance(record, codec.LogSlowCalls):
+            self.slow_calls[record.id] = record.group
         elif isinstance(record, codec.LogEnd):
             self.end = record
         else:
@@ -174,7 +189,10 @@ class LogReader:
                    for seq, e in enumerate(ordered)]
         session = Session(environment=header.environment, target=header.target,
                           events=tuple(ordered), wall_seconds=0.0,
-                          base_context=header.base_context, warmup=self.warmup)
+                          base_context=header.base_context, warmup=self.warmup,
+                          slow_calls=tuple(group for _, group in sorted(self.slow_calls.items())),
+                          slow_call_watch=(end.slow_call_watch if end is not None else None)
+                          or header.slow_call_watch)
         if end is None:
             return dataclasses.replace(
                 session, wall_seconds=max((e.end_seconds for e in ordered), default=0.0),
@@ -195,9 +213,9 @@ class LogReader:
         kind = kind.get("type") if isinstance(kind, dict) else None
         if self.header is None and kind not in ("header", "refused"):
             self._not_a_header(number)
-        if kind not in ("header", "event", "warmup", "end", "refused"):
-            raise SessionFileError(f"{self.source}, line {number}: not an event, warm-up or end "
-                                   f"record (type {kind!r}). {DAMAGED}.")
+        if kind not in ("header", "event", "warmup", "end", "refused", "slow_calls"):
+            raise SessionFileError(f"{self.source}, line {number}: not an event, warm-up, "
+                                   f"slow-call or end record (type {kind!r}). {DAMAGED}.")
         raise SessionFileError(codec.field_error(exc, f"{self.source}, line {number}",
                                                  DAMAGED)) from None
 

@@ -88,6 +88,35 @@ class CauseCode(StrEnum):
     UNKNOWN = "unknown"
 
 
+class SlowReason(StrEnum):
+    """Why JAX ran a call of a jitted function through its Python dispatch although it traced,
+    lowered and compiled nothing (a *slow call*: its C++ fast path refused the call). One code
+    per reason read from JAX's dispatch (``docs/slow-calls.md``); ``unknown`` when none of them
+    holds, never a guess."""
+
+    UNORDERED_EFFECT = "unordered_effect"  # jax.debug.print/callback, io_callback, breakpoint
+    ORDERED_EFFECT = "ordered_effect"  # jax.debug.print(ordered=True), io_callback(ordered=True)
+    REF_EFFECT = "ref_effect"  # mutable array refs read or written by the program
+    PGLE = "pgle"  # profile-guided latency estimation runs still pending
+    NO_EXECUTION = "no_execution"  # jax_no_execution is set
+    NON_ARRAY_OUTPUT = "non_array_output"  # an output that is not a jax.Array
+    FIRST_CALL_RAISED = "first_call_raised"  # the first call of that signature raised
+    DEBUG_KEY_REUSE = "debug_key_reuse"  # jax_debug_key_reuse is on
+    DISABLE_JIT = "disable_jit"  # called under jax.disable_jit: it ran op by op
+    UNCOMMITTED_MULTIDEVICE = "uncommitted_multidevice"  # an uncommitted array on several devices
+    ARG_TYPE = "arg_type"  # an argument leaf of a type the fast path does not take
+    EVICTION = "eviction"  # its entry was evicted from the full C++ cache
+    AOT_HOST_CALLBACK = "aot_host_callback"  # an AOT Compiled with host callbacks
+    UNKNOWN = "unknown"
+
+
+class CallKind(StrEnum):
+    """How a slow call was made: a ``jax.jit`` function, or an ahead-of-time ``Compiled``."""
+
+    JIT = "jit"
+    AOT = "aot"
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionKey:
     """The identity of a function across function objects: its name and ``file:line``.
@@ -287,6 +316,23 @@ class CompileCost:
 
 
 @dataclass(frozen=True, slots=True)
+class FlattenCost:
+    """What every call of one traced signature makes JAX's dispatch flatten, measured once at
+    its trace (``capture.jax.flatten_cost``): the leaves and the inner pytree nodes of its
+    dynamic arguments, how many of those nodes are custom (registered pytree classes, not
+    tuple/list/dict/None/namedtuple) and the most common custom type, the seconds of one
+    flatten, and the argument that carries most nodes."""
+
+    leaves: Count
+    nodes: Count
+    custom_nodes: Count = 0
+    seconds: float = 0.0
+    argument: str | None = None
+    argument_nodes: Count = 0
+    node_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """One cache miss of one function: a trace, a lowering and compile, or all of them.
 
@@ -325,6 +371,7 @@ class Event:
     cache_key: CacheKeyInfo | None = None  # the persistent-cache key taken apart (private hooks)
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
+    flatten: FlattenCost | None = None  # what each call of this signature flattens (traces)
     process: int | None = None  # merged sessions only: the jax.distributed process index
 
     def stages(self) -> list[tuple[str, float, float]]:
@@ -352,6 +399,47 @@ class StaleCapture:
     scope: CaptureScope
     traced_value: str
     current_value: str
+
+
+@dataclass(frozen=True, slots=True)
+class SlowCalls:
+    """The slow calls of one function with one signature for one reason: calls that JAX
+    dispatched in Python without tracing, lowering or compiling (``SlowReason``).
+
+    ``seconds`` is their measured Python dispatch (from JAX's parameter inference to its
+    fast-path decision); ``call_site`` the user's line of the first of them; ``line`` the user's
+    line responsible, where there is one (the ``jax.debug.callback`` that keeps the function off
+    the fast path), and ``detail`` what holds there (``jax.debug.callback``); ``arguments`` the
+    signature (``x: f32[10]``, shortened); ``first_seconds`` when the first of them ran."""
+
+    function: str
+    defined_at: str | None
+    owner: Owner
+    reason: SlowReason
+    calls: Count
+    seconds: float
+    call_site: str | None = None
+    line: str | None = None
+    detail: str = ""
+    arguments: str = ""
+    kind: CallKind = CallKind.JIT
+    first_seconds: float = 0.0
+    process: int | None = None  # merged sessions only: the jax.distributed process index
+
+
+@dataclass(frozen=True, slots=True)
+class SlowCallWatch:
+    """Whether the recording could see slow calls (``observable``; ``reason`` says why not),
+    and the fast-path baseline measured in the same process at its end: the seconds of one
+    cached call of a trivial jitted function (None where it was not measured)."""
+
+    observable: bool
+    reason: str | None = None
+    fast_call_seconds: float | None = None
+
+
+# ``SlowCallWatch.reason`` when ``--hook-mode public-only`` (not the JAX version) hid them.
+PUBLIC_ONLY_CHOSEN = "the public-only hook mode was chosen"
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +492,8 @@ class Session:
     schema_version: int = SCHEMA_VERSION
     processes: tuple[ProcessRecord, ...] = ()  # a merged session's processes, else empty
     warmup: Warmup | None = None  # the warm-up plan that ran before the workload, if any
+    slow_calls: tuple[SlowCalls, ...] = ()  # the slow-call groups, in the order first seen
+    slow_call_watch: SlowCallWatch | None = None  # None: recorded before slow calls were watched
 
 
 @dataclass(frozen=True, slots=True)

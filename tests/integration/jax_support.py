@@ -33,3 +33,14 @@ requires_private_hooks = pytest.mark.skipif(
 requires_jit_decorator_factory = pytest.mark.skipif(
     bool(JAX_VERSION) and JAX_VERSION < (0, 8),
     reason="needs the jax.jit(**options) decorator-factory form (JAX >= 0.8)")
+
+# Slow calls (calls JAX dispatches in Python without compiling) are watched through the private
+# hooks plus JAX's Python dispatch functions (``capture.jax.slow_calls``: JAX 0.10 and newer).
+from recompile_cli.capture.jax import slow_calls as _slow_calls
+
+SLOW_CALLS_MISSING: str | None = (PRIVATE_HOOKS_MISSING if not PRIVATE_HOOKS
+                                  else _slow_calls.probe())
+requires_slow_calls = pytest.mark.skipif(
+    SLOW_CALLS_MISSING is not None,
+    reason=f"slow calls are not observable on JAX {'.'.join(map(str, JAX_VERSION))} "
+           f"({SLOW_CALLS_MISSING})")

@@ -77,3 +77,35 @@ def test_every_sample_imports_on_this_jax(sample: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**ENV, "PATH": "/usr/bin:/bin"}, cwd=SAMPLES, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_slow_calls_are_not_observable_in_public_only_mode_never_zero(train_loop) -> None:
+    done, report = train_loop
+    assert report["slow_calls"]["observable"] is False
+    assert report["slow_calls"]["groups"] == []
+    assert "slow calls: not observable with --hook-mode public-only" in done.stdout
+
+
+def test_slow_calls_on_this_jax_are_counted_or_said_not_observable(tmp_path) -> None:
+    """Without --hook-mode: on a JAX whose internals the slow-call hooks need (0.10, the
+    newest) the sample's 19 slow calls; on one without them (0.4.30) the report says so instead
+    of 0, and a gate on slow calls fails."""
+    import os
+
+    from jax_support import SLOW_CALLS_MISSING
+
+    out = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | ENV
+    done = subprocess.run([sys.executable, "-m", "recompile_cli", "run", "--max-slow-calls", "0",
+                           "-o", str(out), str(SAMPLES / "slow_step.py"), "--steps", "20"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == 1, done.stderr  # the gate fails both ways
+    slow = json.loads(out.read_text())["slow_calls"]
+    if SLOW_CALLS_MISSING is None:
+        assert slow["observable"] is True
+        assert {g["function"]: g["calls"] for g in slow["groups"]} == {"train_step": 19,
+                                                                       "clip_norm": 2}
+    else:
+        assert slow["observable"] is False and slow["groups"] == []
+        assert "slow calls: not observable on this JAX (" in done.stdout
+        assert "cannot be checked" in done.stdout

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import explain_events
 from recompile_cli.errors import MergeError
-from recompile_cli.session.model import Event, ProcessRecord, Session, StaleCapture
+from recompile_cli.session.model import (
+    Event,
+    ProcessRecord,
+    Session,
+    SlowCallWatch,
+    StaleCapture,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +104,10 @@ def split(session: Session, source: str) -> list[tuple[str, Session]]:
             calls=dict(record.calls), target_exception=record.target_exception,
             warnings=tuple(w.removeprefix(prefix) for w in session.warnings
                            if w.startswith(prefix)),
-            stale_captures=session.stale_captures)))
+            stale_captures=session.stale_captures,
+            slow_calls=tuple(dataclasses.replace(g, process=None) for g in session.slow_calls
+                             if g.process == record.index),
+            slow_call_watch=session.slow_call_watch)))
     return out
 
 
@@ -256,11 +265,28 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
                                   for w in p.session.warnings)]),
         stale_captures=tuple(stale.values()),
         target_exception="; ".join(failures) or None,
+        slow_calls=tuple(dataclasses.replace(g, process=p.index) for p in parts
+                         for g in p.session.slow_calls),
+        slow_call_watch=_merged_watch([p.session.slow_call_watch for p in parts]),
         processes=tuple(ProcessRecord(
             index=p.index, source=p.source, target=p.session.target,
             wall_seconds=p.session.wall_seconds, host=p.host,
             jax_version=p.session.environment.jax_version, calls=dict(p.session.calls),
             target_exception=p.session.target_exception) for p in parts))
+
+
+def _merged_watch(watches: Sequence[SlowCallWatch | None]) -> SlowCallWatch | None:
+    """The processes' slow-call watches as one: observable only where every process saw
+    them; the largest baseline (the smallest avoidable seconds), unknown if any is."""
+    if not watches or any(w is None for w in watches):
+        return None
+    known = [w for w in watches if w is not None]
+    blind = next((w for w in known if not w.observable), None)
+    if blind is not None:
+        return blind
+    baselines = [w.fast_call_seconds for w in known]
+    return SlowCallWatch(True, fast_call_seconds=None if None in baselines
+                         else max(b for b in baselines if b is not None))
 
 
 def explain_by_process(events: Sequence[Event], base_context: dict[str, str]

@@ -124,21 +124,29 @@ class _Walk:
         return sites
 
     def _location(self, traceback: Any) -> str | None:
-        """``file:line`` of the first user frame of an equation's traceback."""
-        if traceback is None:
-            return None
-        codes, lastis = traceback.raw_frames()
-        for code, lasti in zip(codes, lastis, strict=False):
-            user = _USER_CODE.get(code)
-            if user is None:
-                user = _USER_CODE[code] = stack.is_user_file(code.co_filename)
-            if user:
-                key = (code, lasti)
-                text = self._codes.get(key)
-                if text is None:
-                    text = self._codes[key] = f"{code.co_filename}:{_line(code, lasti)}"
-                return text
+        return user_location(traceback, self._codes)
+
+
+def user_location(traceback: Any, memo: dict[tuple[Any, int], str] | None = None
+                  ) -> str | None:
+    """``file:line`` of the first user frame of an equation's traceback
+    (``eqn.source_info.traceback``); ``memo`` keeps the text of each (code, offset) seen."""
+    if traceback is None:
         return None
+    codes, lastis = traceback.raw_frames()
+    for code, lasti in zip(codes, lastis, strict=False):
+        user = _USER_CODE.get(code)
+        if user is None:
+            user = _USER_CODE[code] = stack.is_user_file(code.co_filename)
+        if user:
+            key = (code, lasti)
+            text = memo.get(key) if memo is not None else None
+            if text is None:
+                text = f"{code.co_filename}:{_line(code, lasti)}"
+                if memo is not None:
+                    memo[key] = text
+            return text
+    return None
 
 
 def _user_function(jaxpr: Any) -> str | None:

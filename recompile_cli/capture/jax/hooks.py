@@ -23,6 +23,7 @@ The ``jax.monitoring`` listeners are registered and unregistered by its sibling
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import os
@@ -33,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from recompile_cli.capture.jax import distributed, signatures
+from recompile_cli.capture.jax.flatten_cost import flatten_cost
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
@@ -220,9 +222,14 @@ class Hooks:
                 retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
                 if retraced:
                     jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
-                    self._on_trace(signatures.trace_info(
+                    info = signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
-                        trace_context(), self._classes))
+                        trace_context(), self._classes)
+                    if depth == 0 and error is None and not info.eager_primitive:
+                        info = dataclasses.replace(info, flatten=flatten_cost(
+                            args, kwargs, signatures.param_names(ji, len(args)),
+                            ji.static_argnums, ji.static_argnames))
+                    self._on_trace(info)
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 

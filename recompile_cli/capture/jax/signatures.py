@@ -29,7 +29,14 @@ from recompile_cli.capture.jax.equality import EqualityClasses
 from recompile_cli.capture.jax.pytrees import full_repr
 from recompile_cli.capture.jax.scalars import python_scalar_leaves
 from recompile_cli.session.locations import path_of
-from recompile_cli.session.model import Change, FunctionKind, Leaf, Owner, StaticClass
+from recompile_cli.session.model import (
+    Change,
+    FlattenCost,
+    FunctionKind,
+    Leaf,
+    Owner,
+    StaticClass,
+)
 from recompile_cli.session.warmup import Placement, Replay
 
 __all__ = ["EqualityClasses", "LowerInfo", "LoweringKeys", "TraceInfo", "full_repr",
@@ -102,6 +109,7 @@ class TraceInfo:
     replay: Replay | None = None  # a top-level trace's: how to make the call again
     # the code the traced program calls back on the host (``callbacks``), found when asked
     host_code: Callable[[], frozenset[types.CodeType]] = frozenset
+    flatten: FlattenCost | None = None  # what each call of this signature flattens (top level)
 
 
 @dataclass(frozen=True, slots=True)

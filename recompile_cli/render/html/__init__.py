@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
 from recompile_cli.analysis.sweeps import sweeps
-from recompile_cli.render import compile_cost, merged
+from recompile_cli.render import compile_cost, merged, slow_calls
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
@@ -43,6 +43,7 @@ from recompile_cli.render.table import (
     SAY_NOTHING_AT_ZERO,
     Table,
     cause_rows,
+    cause_table_title,
     count_events,
     event_rows,
     function_rows,
@@ -125,12 +126,15 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
         *([f'<p class="mode">{escape(top.mode)}</p>'] if top.mode else []),
         _cards(report),
         '<ul class="headline">' + "".join(
-            f"<li>{escape(line)}</li>" for line in [*top.functions, *([top.yours] if top.yours
-                                                                       else [])]) + "</ul>",
+            f"<li>{escape(line)}</li>" for line in [
+                *top.functions, *([top.yours] if top.yours else []),
+                *([top.slow] if top.slow else [])]) + "</ul>",
         f'<p class="env">{escape(top.others + "; " if top.others else "")}'
         f"{escape(top.overall)}</p>",
     ]
     sections += _fix_first(report, violations, escape, prose)
+    sections += slow_calls.html_section(report, show_all, escape, prose,
+                                        lambda table, name: _table(table, name, escape))
     sections += merged.html_sections(session, escape)  # a merged session: per process
     sections += _pictures(report)
     sections.append(_folded("Timeline", timeline(report, show_all), None, "timeline-section"))
@@ -172,7 +176,7 @@ def _fix_first(report: Report, violations: Sequence[Violation], escape: Escape,
             for s in report.suggestions) + "</ul>"]
     if report.cause_table:
         rows = cause_rows(report)
-        sections.append(_folded("Re-compilations by cost", _table(rows, "causes", escape),
+        sections.append(_folded(cause_table_title(report), _table(rows, "causes", escape),
                                 len(rows[1]), "causes-section",
                                 unfolded=len(rows[1]) <= FOLD_ROWS))
     elif not violations and KEPT_CACHES in session.warnings:
@@ -209,9 +213,11 @@ def _cards(report: Report) -> str:
     run's (set apart, class ``other``)."""
     totals = report.totals
     user = totals.by_owner.get(Owner.USER, OwnerTotals(0, 0, 0, 0, 0, 0, 0.0))
+    slow = sum(g.calls for g in report.slow_calls.of((Owner.USER,)))
     cards = [("your compiles", user.compiles, ""), ("re-compiles", user.recompiles, ""),
              ("first compiles", user.first_compiles, ""), ("traces raised", user.errors, ""),
              ("your compile s", f"{user.compile_seconds:.3f}", ""),
+             *([("slow calls", f"{slow:,}", "")] if slow else []),
              ("compiles not yours", totals.compiles - user.compiles, " other"),
              ("compiles in all", totals.compiles, " other"),
              ("wall s", f"{totals.wall_seconds:.3f}", " other")]
