@@ -349,6 +349,8 @@ def test_library_frames_roll_up_to_the_user_line_that_called_them(tmp_path, monk
                     "    y = fakelib.layer(x)\n    return y * 2\n")
     on_python_path(monkeypatch, str(tmp_path / "site-packages"))
     on_python_path(monkeypatch, str(tmp_path))
+    for name in ("fakelib", "userprog"):  # another test's module of that name
+        monkeypatch.delitem(sys.modules, name, raising=False)
     import jax.numpy as jnp
     import userprog
 
