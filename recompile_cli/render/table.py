@@ -226,7 +226,8 @@ def _functions(report: Report, show_all: bool, style: Style, width: int | None) 
         hidden = hidden_functions(report)
         if hidden and style is MARKDOWN:
             lines.append("")
-        lines += _prose([style.text(line) for line in hidden], width)
+        # ``+ jax: ...``: the marker is recompile-cli's (a list in Markdown), the rest data
+        lines += _prose([f"+ {style.text(line.removeprefix('+ '))}" for line in hidden], width)
     return lines
 
 
