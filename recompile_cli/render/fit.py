@@ -192,21 +192,25 @@ def _settle(texts: list[list[str]], headers: list[str], widths: list[int], natur
             ) -> list[list[list[str]]]:
     """The cells fitted to ``widths``. A wrapped or cut column may need less than it was given
     (a wrap breaks at spaces and joints only): each column takes what its cells need, and what
-    that frees goes back to the columns of ``gives`` that were wrapped or cut, in that order."""
-    for attempt in range(4):
+    that frees goes back to the columns of ``gives`` that were wrapped or cut, in that order; a
+    column that could not use what it was given (its next joint is further) is passed over."""
+    given: dict[int, int] = {}  # what each column was last given
+    for _ in range(2 * len(shown) + 2):  # each round fills the slack or passes a column over
         cells = [[_fit(row[i], widths[i], specs[i].give) for i in shown] for row in texts]
         for k, i in enumerate(shown):
             widths[i] = max([len(headers[i]), *(len(line) for row in cells for line in row[k])])
+        stuck = {i for i, offered in given.items() if widths[i] < offered}
         slack = width - _total(widths, shown)
-        grow = [i for give in gives for i in shown
-                if specs[i].give is give and widths[i] < natural[i]]
-        if slack <= 0 or not grow or attempt == 3:
-            break
+        grow = [i for give in gives for i in shown if specs[i].give is give
+                and widths[i] < natural[i] and i not in stuck]
+        if slack <= 0 or not grow:
+            return cells
         for i in grow:
             more = min(slack, natural[i] - widths[i])
             widths[i] += more
+            given[i] = widths[i]
             slack -= more
-    return cells
+    return [[_fit(row[i], widths[i], specs[i].give) for i in shown] for row in texts]
 
 
 def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
