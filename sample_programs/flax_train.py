@@ -8,9 +8,11 @@ the last batch is smaller.
     recompile-cli run sample_programs/flax_train.py
     recompile-cli forecast sample_programs/flax_train.py:train_step --args sample_programs/flax_train.yaml
 
-The factories (`init_params`, `init_opt_state`, `make_key`, `default_config`) build the step's
-arguments for a spec (`{call: "flax_train:init_params"}`); each returns a new value built from
-its seed alone, so calling it once or once per call gives the same arguments.
+The factories (`init_params`, `init_opt_state`, `decayed_opt_state`, `make_key`,
+`default_config`) build the step's arguments for a spec (`{call: "flax_train:init_params"}`,
+sample_programs/flax_train.yaml); each returns a new value built from its arguments alone, and
+the step changes none of them, so calling a factory once or once per call gives the same
+arguments.
 """
 
 import argparse
@@ -58,6 +60,13 @@ def optimizer():
 
 def init_opt_state(seed=0, config=None):
     return optimizer().init(init_params(seed, config))
+
+
+def decayed_opt_state(seed=0, config=None, learning_rate=5e-3):
+    """The optimizer state after a decay that sets the rate to a Python float, as `main` does."""
+    state = init_opt_state(seed, config)
+    state.hyperparams["learning_rate"] = learning_rate
+    return state
 
 
 def make_key(seed=0):
