@@ -10,6 +10,8 @@ smallest differences between two pytree structures stored as node maps
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 
 from recompile_cli.session.structures import node_map
 
@@ -119,3 +121,13 @@ def _inside(path: str, parent: str) -> bool:
 def counted(count: int, noun: str) -> str:
     """``1 compile``, ``2 compiles``: a count with its noun, singular for one."""
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def distinct(names: list[str], details: list[Callable[[int], str]]) -> list[str]:
+    """``names`` told apart for display: each name given more than once gets the first of
+    ``details`` (of its index in ``names``) appended, then the next, while some remain alike
+    (``step`` twice: ``step (budget train_*)``, ``step (budget *)``)."""
+    for detail in details:
+        seen = Counter(names)
+        names = [name + detail(i) if seen[name] > 1 else name for i, name in enumerate(names)]
+    return names

@@ -12,7 +12,7 @@ The last report is also stored in the user namespace as ``_recompiles``.
 
 The report shown inline is ``RecompileReport._repr_html_``: the HTML report's fragment
 (``render.html.fragment``: the page's sections, gate violations first, no script, no network),
-with notebook cells named as IPython names them (``render.notebook_cells``). IPython is imported
+with notebook cells named as IPython names them (``session.locations.cells``). IPython is imported
 only when the extension is loaded.
 """
 

@@ -77,21 +77,21 @@ class RecompileReport:
         """Per-function totals (user functions first, then by compile time), a new DataFrame."""
         from recompile_cli.analysis.dataframes import functions_frame
 
-        return functions_frame(self.report)
+        return _shown(functions_frame(self.report))
 
     @property
     def cause_table(self) -> pd.DataFrame:
         """Re-compilations by cost, most expensive first, a new DataFrame."""
         from recompile_cli.analysis.dataframes import causes_frame
 
-        return causes_frame(self.report)
+        return _shown(causes_frame(self.report))
 
     @property
     def events(self) -> pd.DataFrame:
         """One row per event with its primary cause, a new DataFrame."""
         from recompile_cli.analysis.dataframes import events_frame
 
-        return events_frame(self.report)
+        return _shown(events_frame(self.report))
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -207,9 +207,9 @@ class RecompileReport:
     def _repr_html_(self) -> str:
         """The inline report of a notebook, its cells named as IPython names them."""
         from recompile_cli.render.html import fragment
-        from recompile_cli.render.notebook_cells import notebook_labels
+        from recompile_cli.session.locations import cells
 
-        return fragment(self.report, self.show_all, self.violations, notebook_labels())
+        return fragment(self.report, self.show_all, self.violations, cells)
 
 
 def gated(report: RecompileReport, max_compiles: Any = None,
@@ -259,8 +259,9 @@ def to_pandas(report: Report | RecompileReport) -> Frames:
     """The ``functions``, ``events``, ``causes`` and ``slow_calls`` tables of a report as
     DataFrames.
 
-    The frames are new: changing them changes nothing in the report. In a notebook, a cell's
-    temporary file is written ``In[n]`` (``In[n], line 3``), as in the inline report.
+    The frames are new: changing them changes nothing in the report. Paths are shown as
+    reports show them: relative to the working folder when below it, and in a notebook a
+    cell's temporary file as ``In[n]`` (``In[n], line 3``), as in the inline report.
     """
     from recompile_cli.analysis.dataframes import (
         causes_frame,
@@ -269,18 +270,25 @@ def to_pandas(report: Report | RecompileReport) -> Frames:
         slow_calls_frame,
     )
     from recompile_cli.analysis.report import Report
-    from recompile_cli.render.notebook_cells import notebook_labels
 
     inner = report.report if isinstance(report, RecompileReport) else report
     if not isinstance(inner, Report):
         raise TypeError(f"to_pandas(report): {type(report).__name__} is not a report; pass "
                         "recompile_cli.analyse(session) or a recording's .report")
-    frames = Frames(functions=functions_frame(inner), events=events_frame(inner),
-                    causes=causes_frame(inner), slow_calls=slow_calls_frame(inner))
-    relabel = notebook_labels()
-    for frame in (frames.functions, frames.events, frames.causes, frames.slow_calls):
-        for column in frame.columns:
-            if frame[column].map(lambda v: isinstance(v, str) and "ipykernel_" in v).any():
-                frame[column] = frame[column].map(
-                    lambda v: relabel(v) if isinstance(v, str) else v)
-    return frames
+    return Frames(functions=_shown(functions_frame(inner)), events=_shown(events_frame(inner)),
+                  causes=_shown(causes_frame(inner)),
+                  slow_calls=_shown(slow_calls_frame(inner)))
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the paths in its text columns as reports show them
+    (``locations.relative_in``)."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    from recompile_cli.session.locations import relative_in
+
+    for column in frame.columns:
+        if is_string_dtype(frame[column]) or is_object_dtype(frame[column]):
+            frame[column] = frame[column].map(
+                lambda v: relative_in(v) if isinstance(v, str) else v)
+    return frame

@@ -152,23 +152,23 @@ def check_writable(path: Path | None, option: str, folder_ok: bool = False) -> N
     if path is None:
         return
     if path.is_dir() and not folder_ok:
-        raise RecompileError(f"{option} {path}: it is a folder. Name a file in it.")
+        raise RecompileError(f"{option} {shown_path(path)}: it is a folder. Name a file in it.")
     try:
         real = target(path)  # what is written: a link's target (fileio writes through links)
     except OSError as exc:
-        raise RecompileError(f"{option} {path}: {exc.strerror or exc}. Name a file, or a link "
-                             "to one.") from None
+        raise RecompileError(f"{option} {shown_path(path)}: {exc.strerror or exc}. Name a file, "
+                             "or a link to one.") from None
     if real is None:  # a process's open file (/dev/stdout): written in place
         return
     folder = real.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if folder.exists() and not folder.is_dir():
-        raise RecompileError(f"{option} {path}: {folder} is a file, not a folder. Choose a "
-                             "path in a folder.")
+        raise RecompileError(f"{option} {shown_path(path)}: {shown_path(folder)} is a file, "
+                             "not a folder. Choose a path in a folder.")
     if not os.access(folder, os.W_OK):
-        raise RecompileError(f"{option} {path}: the folder {folder} is not writable. Choose a "
-                             "writable path.")
+        raise RecompileError(f"{option} {shown_path(path)}: the folder {shown_path(folder)} is "
+                             "not writable. Choose a writable path.")
 
 
 def check_report_files(files: ReportFiles) -> None:
@@ -190,8 +190,8 @@ def output_format(files: ReportFiles) -> str:
         found = "csv"
     if found is None:
         raise RecompileError(
-            f"--output {files.output}: cannot tell the format from the name. Give the file an "
-            f"extension ({extensions_text()}), pass --format, or name an "
+            f"--output {shown_path(files.output)}: cannot tell the format from the name. Give "
+            f"the file an extension ({extensions_text()}), pass --format, or name an "
             "existing folder to get the CSV tables in it.")
     return found
 
@@ -201,8 +201,8 @@ def write_file(path: Path, text: str, what: str, problems: Problems) -> bool:
         atomic_write_text(path, text)
         return True
     except OSError as exc:
-        reason = (f"cannot write the {what} to {path}: {exc.strerror or exc}; the rest of the "
-                  "report was still printed and written")
+        reason = (f"cannot write the {what} to {shown_path(path)}: {exc.strerror or exc}; the "
+                  "rest of the report was still printed and written")
         problems.messages.append(reason)
         message(f"error: {reason}.")
         return False
@@ -233,7 +233,7 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
             written = write_file(files.output, text(file_format), "report", problems)
         echo(text("table"), nl=False)
         if written:
-            echo(f"Report written to {files.output} ({file_format}).")
+            echo(f"Report written to {shown_path(files.output)} ({file_format}).")
     else:
         echo(text(files.fmt or "table"), nl=False, csv=files.fmt == "csv")
     _step_summary(lambda: text("markdown"))

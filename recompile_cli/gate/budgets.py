@@ -10,12 +10,14 @@ non-UTF-8 text, duplicate keys, deep nesting and alias bombs (see ``inputs.yaml_
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recompile_cli import ranges
+from recompile_cli.analysis.shorten import distinct
 from recompile_cli.errors import BudgetError
 from recompile_cli.inputs.fields import Invalid, Where, only_keys
 from recompile_cli.inputs.jit_options import parse_jit_options
@@ -116,7 +118,18 @@ def _parse(data: Any) -> tuple[TargetBudget, ...]:
     targets = data.get("targets")
     if not isinstance(targets, list) or not targets:
         raise Invalid(("targets",), "must be a non-empty list of targets")
-    return tuple(_target(raw, ("targets", i)) for i, raw in enumerate(targets))
+    return _distinct([_target(raw, ("targets", i)) for i, raw in enumerate(targets)])
+
+
+def _distinct(targets: list[TargetBudget]) -> tuple[TargetBudget, ...]:
+    """The targets with labels that tell them apart (the summary has a row, JUnit a test case,
+    per target and function): a target named twice is labelled with its spec too
+    (``prog.py:step --args one.yaml``), then with its place in the file."""
+    labels = distinct([t.label for t in targets], [
+        lambda i: f" --args {targets[i].args}" if targets[i].args else "",
+        lambda i: f" (targets[{i}])"])
+    return tuple(dataclasses.replace(t, label=label) if label != t.label else t
+                 for t, label in zip(targets, labels, strict=True))
 
 
 def _target(raw: Any, where: Where) -> TargetBudget:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from recompile_cli.analysis.compile_cost import largest_program, top_line_text
+from recompile_cli.analysis.messages import advice, causes_text, describe
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import SlowGroup
@@ -36,7 +37,6 @@ from recompile_cli.gate.rules import ALLOW_UNRECORDED
 from recompile_cli.gate.rules import Rule as Rule  # re-exported: the gate's vocabulary
 from recompile_cli.gate.rules import Violation as Violation
 from recompile_cli.session import locations
-from recompile_cli.session.locations import relative
 from recompile_cli.session.model import (
     CauseCode,
     Event,
@@ -47,7 +47,6 @@ from recompile_cli.session.model import (
 )
 
 if TYPE_CHECKING:
-    from recompile_cli.analysis.cause import Cause
     from recompile_cli.analysis.warmup import Miss
 
 
@@ -73,6 +72,7 @@ class BudgetRow:
     unrecorded_warnings: tuple[str, ...] = ()
     slow_calls: int | None = None  # None: not observable in this run
     max_slow_calls: int | None = None
+    defined_at: str | None = None  # the function's (two of one name are two rows)
 
     @property
     def ok(self) -> bool:
@@ -80,8 +80,57 @@ class BudgetRow:
 
     @property
     def status(self) -> str:
-        """``ERROR`` (the target raised), ``FAIL`` (a budget broken) or ``ok``."""
+        """This budget's verdict: ``ERROR`` (the target raised), ``FAIL`` (a limit broken) or
+        ``ok``."""
         return "ERROR" if self.target_error is not None else "FAIL" if self.violations else "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One function of one target, as the gate's summary shows it: the rows of the budgets
+    that matched it and every other rule it broke (steady state, ``--fail-on``, baseline)."""
+
+    rows: tuple[BudgetRow, ...]
+    others: tuple[Violation, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """``ok`` only when every rule on the function held; else ``FAIL`` (``ERROR``: its
+        target raised) with what failed: ``FAIL max_compiles, steady_state``, and with several
+        budgets each budget's verdict: ``FAIL train_*: max_compiles, *: ok``."""
+        if any(row.target_error is not None for row in self.rows):
+            return "ERROR"
+        several = len(self.rows) > 1
+        parts = [f"{row.pattern}: {_rules(row.violations) or 'ok'}" if several
+                 else _rules(row.violations) for row in self.rows]
+        parts = [part for part in parts if part]
+        if self.others:
+            parts.append(_rules(self.others))
+        broken = self.others or any(row.violations for row in self.rows)
+        return f"FAIL {', '.join(parts)}" if broken else "ok"
+
+
+def _rules(violations: Iterable[Violation]) -> str:
+    return ", ".join(dict.fromkeys(str(v.rule) for v in violations))
+
+
+def verdicts(result: GateResult) -> list[Verdict]:
+    """The result's rows, one per function of each target (in the order of the rows), with
+    the violations outside budgets that are about it: found on its target (``--fail-on``, the
+    steady state) or on it across targets (the baseline's ``file.py:name``)."""
+    from recompile_cli.analysis.compare import baseline_key
+
+    grouped: dict[tuple[str, str, str | None], list[BudgetRow]] = {}
+    for row in result.rows:
+        grouped.setdefault((row.target, row.function, row.defined_at), []).append(row)
+    out = []
+    for (target, function, defined_at), rows in grouped.items():
+        key = baseline_key(function, defined_at)
+        others = tuple(v for v in result.violations
+                       if (v.target == target and v.function == function)
+                       or (v.target is None and v.function == key))
+        out.append(Verdict(tuple(rows), others))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +263,13 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
                 _split_unrecorded(found, [_slow_calls_unseen(run.report, run.label, budget)],
                                   gates.allow_unrecorded or budget.allow_unrecorded)
         if gates.fail_on:
-            found.violations += check_fail_on(run.report, gates.fail_on)
+            found.violations += _on(run.label, check_fail_on(run.report, gates.fail_on))
         if gates.steady_state_after is not None:
             steady = check_steady_state(run.report, gates.steady_state_after,
                                         gates.steady_state_of)
-            _split_unrecorded(found, steady, gates.allow_unrecorded)
+            _split_unrecorded(found, _on(run.label, steady), gates.allow_unrecorded)
         if gates.after_warmup:
-            found.violations += check_after_warmup(run.report)
+            found.violations += _on(run.label, check_after_warmup(run.report))
         if run.failure:
             found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
@@ -231,6 +280,11 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         found.warnings += against.warnings
     return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),
                       tuple(found.improvements), tuple(found.warnings))
+
+
+def _on(target: str, violations: Iterable[Violation]) -> tuple[Violation, ...]:
+    """The violations, found on ``target``."""
+    return tuple(dataclasses.replace(v, target=target) for v in violations)
 
 
 def _no_match(found: _Found, target: str, pattern: str, strict: bool) -> None:
@@ -272,13 +326,13 @@ def check_budget(report: Report, target: str, budget: Budget,
     allowed = allow_unrecorded or budget.allow_unrecorded
     slow = _slow_groups_by_function(report)
     observable = report.slow_calls.observable is True
-    named = [(f.key, f.name, f.owner, f.compiles, f.traces, f.compile_seconds)
+    named = [(f.key, f.name, f.owner, f.compiles, f.traces, f.compile_seconds, f.defined_at)
              for f in report.functions]
     seen = {key for key, *_ in named}
-    named += [(key, groups[0].function, groups[0].owner, 0, 0, 0.0)
+    named += [(key, groups[0].function, groups[0].owner, 0, 0, 0.0, groups[0].defined_at)
               for key, groups in slow.items() if key not in seen]
     rows = []
-    for key, name, owner, compiles, traces, compile_seconds in named:
+    for key, name, owner, compiles, traces, compile_seconds, defined_at in named:
         if owner not in owners or not fnmatch.fnmatchcase(name, budget.pattern):
             continue
         members = events.get(key, [])
@@ -295,13 +349,13 @@ def check_budget(report: Report, target: str, budget: Budget,
         rows.append(BudgetRow(target, name, budget.pattern, compiles, budget.max_compiles,
                               traces, budget.max_traces, compile_seconds,
                               budget.max_compile_seconds,
-                              violations + (() if allowed else missing),
+                              _on(target, violations + (() if allowed else missing)),
                               equations=equations if recorded else None,
                               max_equations=budget.max_equations,
                               unrecorded_warnings=tuple(v.message for v in missing)
                               if allowed else (),
                               slow_calls=sum(g.calls for g in groups) if observable else None,
-                              max_slow_calls=budget.max_slow_calls))
+                              max_slow_calls=budget.max_slow_calls, defined_at=defined_at))
     return rows
 
 
@@ -319,14 +373,14 @@ def _slow_limit(name: str, groups: list[SlowGroup], limit: int) -> Iterable[Viol
     if calls <= limit:
         return
     shown = "; ".join(f"{counted(g.calls, 'call')} {g.reason}: {g.why}"
-                      + (f" (first at {relative(g.call_site)})" if g.call_site else "")
+                      + (f" (first at {locations.relative(g.call_site)})" if g.call_site else "")
                       for g in groups[:3])
     more = f"; ... {len(groups) - 3} more" if len(groups) > 3 else ""
     fix = next((g.fix for g in groups if g.fix), None)
     yield Violation(name, Rule.MAX_SLOW_CALLS, (
         f"{name}: {counted(calls, 'slow call')} (run through JAX's Python dispatch without "
         f"compiling), budget {limit}. {shown}{more}" + (f". Fix: {fix}" if fix else "")),
-        groups[0].line or groups[0].call_site)
+        locations.relative(groups[0].line or groups[0].call_site))
 
 
 def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
@@ -373,12 +427,12 @@ def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
         excess = compiled[budget.max_compiles:]
         yield Violation(name, Rule.MAX_COMPILES, (
             f"{name}: {counted(len(compiled), 'compile')}, budget {budget.max_compiles}. Excess: "
-            f"{describe(report, excess)}"), _site(excess[0]))
+            f"{describe(report, excess)}.{advice(report, name, excess)}"), _site(excess[0]))
     if budget.max_traces is not None and len(traced) > budget.max_traces:
         excess = traced[budget.max_traces:]
         yield Violation(name, Rule.MAX_TRACES, (
             f"{name}: {counted(len(traced), 'trace')}, budget {budget.max_traces}. Excess: "
-            f"{describe(report, excess)}"), _site(excess[0]))
+            f"{describe(report, excess)}.{advice(report, name, excess)}"), _site(excess[0]))
     if budget.max_compile_seconds is not None:
         limit = budget.max_compile_seconds * (1 + budget.tolerance)
         if compile_seconds > limit:
@@ -399,12 +453,13 @@ def _limits(report: Report, budget: Budget, name: str, compile_seconds: float,
         if bad:
             yield Violation(name, Rule.ALLOWED_CAUSES, (
                 f"{name}: causes outside {', '.join(budget.allowed_causes)}: "
-                f"{describe(report, bad)}"), _site(bad[0]))
+                f"{describe(report, bad)}.{advice(report, name, bad)}"), _site(bad[0]))
 
 
 def check_steady_state(report: Report, after: int, of: frozenset[str] | None = None
                        ) -> list[Violation]:
-    """No compile at all once call ``after`` (1-based count) of the target has completed.
+    """No compile at all once call ``after`` (1-based count) of the target has completed: a
+    violation per function that compiled after it.
 
     ``of`` limits which counted functions' calls count (function keys); None takes any. A run
     that counted no call of them cannot be checked: a ``NOT_RECORDED`` violation.
@@ -418,20 +473,22 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
             f"steady_state_after {after}: this run counted no call of {whose} (calls are "
             "counted only for functions jitted after the script starts: see docs/ci.md), "
             f"so no compile could be placed after the warm-up; {ALLOW_UNRECORDED}"))]
-    late = [e for e in report.session.events
-            if e.compiled and e.call_index is not None and e.call_index >= after
-            and (of is None or e.call_of in of)]
-    if not late:
-        return []
-    first = late[0]
-    name = FunctionKey.parse(first.call_of).name if first.call_of else "the target"
-    functions = sorted({e.function for e in late})
-    assert first.call_index is not None
-    return [Violation(name, Rule.STEADY_STATE, (
-        f"After a warm-up of {counted(after, 'call')} of {name}, {' and '.join(functions)} "
-        f"compiled {counted(len(late), 'more time')}, "
-        f"first during call {first.call_index + 1}: "
-        f"{describe(report, late)}"), _site(first))]
+    late: dict[str, list[Event]] = {}
+    for e in report.session.events:
+        if (e.compiled and e.call_index is not None and e.call_index >= after
+                and (of is None or e.call_of in of)):
+            late.setdefault(function_key(e.function, e.defined_at), []).append(e)
+    out = []
+    for events in late.values():
+        first = events[0]
+        counted_of = FunctionKey.parse(first.call_of).name if first.call_of else "the target"
+        assert first.call_index is not None
+        out.append(Violation(first.function, Rule.STEADY_STATE, (
+            f"After a warm-up of {counted(after, 'call')} of {counted_of}, {first.function} "
+            f"compiled {counted(len(events), 'more time')}, first during call "
+            f"{first.call_index + 1}: {describe(report, events)}."
+            f"{advice(report, first.function, events)}"), _site(first)))
+    return out
 
 
 def check_after_warmup(report: Report) -> list[Violation]:
@@ -452,7 +509,7 @@ def check_after_warmup(report: Report) -> list[Violation]:
         by_function.setdefault(function_key(miss.event.function, miss.event.defined_at),
                                []).append(miss)
     plan = found.warmup.plan
-    shown_plan = relative(plan) or plan
+    shown_plan = locations.relative(plan) or plan
     out = []
     for members in by_function.values():
         name = members[0].event.function
@@ -473,22 +530,23 @@ def describe_miss(miss: Miss) -> str:
     against = ("" if miss.causes[0].code == CauseCode.FIRST_COMPILE
                else " against the closest planned signature")
     text = (f"the plan lacks {event.function}({signature_label(event.signature)}): "
-            f"{_causes_text(list(miss.causes))}{against}")
+            f"{causes_text(list(miss.causes))}{against}")
     if miss.skipped is not None:
         text += f" (the plan skipped a signature of it here: {miss.skipped.reason})"
     if miss.unplayable is not None:
         text += f" (not replayable: {miss.unplayable})"
     if event.call_site:
-        text += f" ({relative(event.call_site)})"
+        text += f" ({locations.relative(event.call_site)})"
     return text
 
 
 def _site(event: Event) -> str | None:
-    """A violation's place in the source (GitHub annotates that line): the call site, else
-    where the function is defined (a spec's call, ``shapes.yaml calls[1]``, has no line)."""
+    """A violation's place in the source (GitHub annotates that line), as people read it
+    (``locations.relative``): the call site, else where the function is defined (a spec's call,
+    ``shapes.yaml calls[1]``, has no line)."""
     if locations.parse(event.call_site) is None and event.defined_at:
-        return event.defined_at
-    return event.call_site
+        return locations.relative(event.defined_at)
+    return locations.relative(event.call_site)
 
 
 def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]:
@@ -507,40 +565,6 @@ def check_fail_on(report: Report, codes: Iterable[CauseCode]) -> list[Violation]
         named = ", ".join(code for code in wanted if code in seen)
         out.append(Violation(name, Rule.FAIL_ON, (
             f"{name}: {counted(len(events), 'event')} with cause {named} (--fail-on): "
-            f"{describe(report, events, codes=wanted)}"), _site(events[0])))
+            f"{describe(report, events, codes=wanted)}.{advice(report, name, events, wanted)}"),
+            _site(events[0])))
     return out
-
-
-def describe(report: Report, events: list[Event], limit: int = 3,
-             codes: Iterable[CauseCode] | None = None) -> str:
-    """``shape at x: f32[3] -> f32[4], y: f32[3] -> f32[4] (prog.py:7 (main)); ...``: the first
-    few events, each once with its causes (only those of ``codes`` when given)."""
-    wanted = None if codes is None else set(codes)
-    parts = []
-    for e in events[:limit]:
-        causes = [c for c in report.causes[e.seq] if wanted is None or c.code in wanted]
-        text = _causes_text(causes or [report.primary(e)])
-        if e.call_site:
-            text += f" ({relative(e.call_site)})"
-        parts.append(text)
-    more = f"; ... {len(events) - limit} more" if len(events) > limit else ""
-    return "; ".join(parts) + more
-
-
-def _causes_text(causes: list[Cause], limit: int = 4) -> str:
-    """``shape at x: f32[3] -> f32[4], y: f32[3] -> f32[4], dtype at z: ...``: the code is
-    written once for a run of causes with the same code."""
-    parts = []
-    previous = None
-    for cause in causes[:limit]:
-        label = cause.code if cause.code != CauseCode.FIRST_COMPILE else "first compile"
-        if cause.code == previous and cause.argument:
-            text = cause.argument
-        else:
-            text = label + (f" at {cause.argument}" if cause.argument else "")
-        if cause.before or cause.after:
-            text += f": {cause.before} -> {cause.after}"
-        parts.append(text)
-        previous = cause.code
-    more = f", ... {len(causes) - limit} more" if len(causes) > limit else ""
-    return ", ".join(parts) + more

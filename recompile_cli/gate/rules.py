@@ -44,3 +44,4 @@ class Violation:
     # where the first offending compile was triggered; for a call made by a spec file (no
     # source line: ``spec.yaml calls[1]``), where the function is defined (``_site``)
     call_site: str | None = None
+    target: str | None = None  # the target it was found on (None: across targets, a baseline)

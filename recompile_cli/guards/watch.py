@@ -195,8 +195,8 @@ class Watch:
     def _explain(self, compiled: Event, key: str, count: int, limit: int,
                  user_frame: types.FrameType | None) -> GuardViolation:
         """Analyse this function's events (the CLI's analysis) to explain the compile."""
+        from recompile_cli.analysis.messages import advice, describe, suggestions
         from recompile_cli.analysis.report import build_report
-        from recompile_cli.gate.evaluate import describe
         from recompile_cli.guards.errors import inert
 
         previous = self._explained.get(key)
@@ -215,10 +215,10 @@ class Watch:
         after_warmup = _after_warmup(report, event)
         if after_warmup is not None:
             cause = after_warmup.causes[0]
-        call_site = (f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
-                     if user_frame is not None else event.call_site)
-        suggestion = next((s.message for s in report.suggestions if s.code == cause.code),
-                          None)
+        call_site = relative(f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
+                             if user_frame is not None else event.call_site)
+        codes = [cause.code]
+        suggestion = next(iter(suggestions(report, event.function, [event], codes)), None)
         described = describe(report, [replace(event, call_site=call_site)])
         if after_warmup is not None:
             from recompile_cli.gate.evaluate import describe_miss
@@ -231,11 +231,10 @@ class Watch:
                       "guard was installed, so its calls are not counted)")
         after = " after the warm-up plan" if after_warmup is not None else ""
         message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}"
-                   f"{after}, limit {limit}{warmup}. This compile: {described}.")
-        if suggestion:
-            message += f" Suggestion: {suggestion}"
+                   f"{after}, limit {limit}{warmup}. This compile: {described}."
+                   f"{advice(report, event.function, [event], codes)}")
         violation = GuardViolation(
-            function=event.function, defined_at=event.defined_at, compiles=count,
+            function=event.function, defined_at=relative(event.defined_at), compiles=count,
             limit=limit, cause=str(cause.code), argument=cause.argument, before=cause.before,
             after=cause.after, detail=cause.detail, call_site=call_site,
             suggestion=suggestion, message=inert(message))

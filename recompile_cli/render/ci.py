@@ -15,68 +15,79 @@ import contextlib
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from typing import Any
 
-from tabulate import tabulate
-
-from recompile_cli.gate.evaluate import GateResult, TargetFailure, Violation
-from recompile_cli.render import escape
+from recompile_cli.analysis.shorten import distinct
+from recompile_cli.gate.evaluate import BudgetRow, GateResult, TargetFailure, Violation, verdicts
+from recompile_cli.render import escape, fit
 from recompile_cli.session import locations
 
 
-def gate_summary(result: GateResult, markdown: bool = False) -> str:
-    """The gate's verdict, a budget-against-actual table, then violations, targets that
-    raised, improvements and warnings."""
+def gate_summary(result: GateResult, markdown: bool = False, width: int | None = None) -> str:
+    """The gate's verdict, a budget-against-actual table (a row per function of each target:
+    ``ok`` only when every rule on it held, else what failed, each budget's verdict where
+    several matched it), then violations, targets that raised, improvements and warnings. On
+    the terminal, in ``width`` columns (default: ``fit.terminal_width``)."""
     heading = "### {}" if markdown else "{}"
     show = escape.markdown if markdown else escape.terminal
-    rows, held = result.rows, result.held
+    width = None if markdown else width or fit.terminal_width()
+    held = result.held
     lines = [("**" if markdown else "") + f"recompile-cli gate: {'passed' if held else 'FAILED'}"
-             + ("**" if markdown else ""), ""]
-    table = [[show(_shown(row.target)), show(row.function),
-              show(_limit(row.compiles, row.max_compiles)),
-              show(_limit(row.traces, row.max_traces)),
-              show(_limit(f"{row.compile_seconds:.3f}", row.max_compile_seconds)),
-              row.status] for row in rows]
-    table += [[show(_shown(e.target)), _RAN, "", "", "", "ERROR"] for e in _rowless(result)]
-    headers = ["target", "function", "compiles", "traces", "compile s", "status"]
-    if any(row.max_equations is not None for row in rows):  # max_equations budgets
-        headers.insert(5, "equations")
-        for i, line in enumerate(table):  # the rows of targets that raised come last, empty
-            row = rows[i] if i < len(rows) else None
-            line.insert(5, "" if row is None else show(_limit(
-                "not recorded" if row.equations is None else f"{row.equations:,}",
-                row.max_equations)))
-    if any(row.max_slow_calls is not None for row in rows):  # max_slow_calls budgets
-        headers.insert(len(headers) - 1, "slow calls")
-        for i, line in enumerate(table):
-            row = rows[i] if i < len(rows) else None
-            line.insert(len(line) - 1, "" if row is None else show(_limit(
-                "not observable" if row.slow_calls is None else f"{row.slow_calls:,}",
-                row.max_slow_calls)))
-    if table:
-        lines.append(tabulate(table, headers=headers,
-                              tablefmt="github" if markdown else "simple",
-                              disable_numparse=True))
+             + ("**" if markdown else "")]
+    found = verdicts(result)
+    table: list[list[Any]] = [
+        [_shown(v.rows[0].target), v.rows[0].function,
+         _limit(v.rows[0].compiles, [row.max_compiles for row in v.rows]),
+         _limit(v.rows[0].traces, [row.max_traces for row in v.rows]),
+         _limit(f"{v.rows[0].compile_seconds:.3f}", [row.max_compile_seconds for row in v.rows]),
+         _measured(v.rows, "equations", "max_equations", "not recorded"),
+         _measured(v.rows, "slow_calls", "max_slow_calls", "not observable"),
+         v.status] for v in found]
+    table += [[_shown(e.target), _RAN, "", "", "", "", "", "ERROR"] for e in _rowless(result)]
+    headers = ["target", "function", "compiles", "traces", "compile s", "equations",
+               "slow calls", "status"]
+    if table:  # equations and slow calls only where a budget limits them (fit.drop_empty)
+        lines += ["", fit.table((headers, table), width, show, markdown)]
     every = result.every_violation
     if every:
         lines += ["", heading.format("Violations")]
-        lines += [f"- {show(v.message)}" for v in every]
+        lines += _listed([show(v.message) for v in every], width)
     if result.errors:
         lines += ["", heading.format("Targets that raised (the gate cannot pass)")]
-        lines += [f"- {show(_shown(e.target))}: {show(e.message)}" for e in result.errors]
+        lines += _listed([f"{show(_shown(e.target))}: {show(e.message)}" for e in result.errors],
+                         width)
     if result.improvements:
-        lines += ["", heading.format("Improvements")] + [f"- {show(text)}"
-                                                         for text in result.improvements]
+        lines += ["", heading.format("Improvements"),
+                  *_listed([show(text) for text in result.improvements], width)]
     if result.warnings:
-        lines += ["", heading.format("Warnings")] + [f"- {show(text)}"
-                                                     for text in result.warnings]
+        lines += ["", heading.format("Warnings"),
+                  *_listed([show(text) for text in result.warnings], width)]
     return "\n".join(lines) + "\n"
+
+
+def _listed(items: list[str], width: int | None) -> list[str]:
+    """Bullets, wrapped to ``width`` on the terminal."""
+    bullets = [f"- {item}" for item in items]
+    return bullets if width is None else [part for b in bullets for part in fit.wrap(b, width)]
+
+
+def _measured(rows: tuple[BudgetRow, ...], actual: str, limit: str, missing: str) -> str:
+    """``1,530 / 500`` for a measure a budget limits (``equations``, ``slow_calls``), ``missing``
+    where the run could not measure it; ``""`` where no budget limits it."""
+    limits = [getattr(row, limit) for row in rows]
+    if all(value is None for value in limits):
+        return ""
+    value = getattr(rows[0], actual)
+    return _limit(missing if value is None else f"{value:,}", limits)
 
 
 _RAN = "(target raised)"  # the function column of a target that raised before any row
 
 
-def _limit(actual: object, limit: object) -> str:
-    return f"{actual}" if limit is None else f"{actual} / {limit}"
+def _limit(actual: object, limits: list[Any]) -> str:
+    """``3 / 1``: the actual against the tightest of the budgets' limits."""
+    given = [limit for limit in limits if limit is not None]
+    return f"{actual} / {min(given)}" if given else f"{actual}"
 
 
 def _shown(label: str) -> str:
@@ -101,13 +112,16 @@ def _rowless(result: GateResult) -> list[TargetFailure]:
 
 
 def junit_xml(result: GateResult, suite: str) -> str:
-    """One ``testcase`` per budgeted function (with an ``error`` element when its target
-    raised), one per gate violation outside a budget, and one with an ``error`` element per
-    target that raised and has no budgeted function."""
+    """One ``testcase`` per (target, function, budget) (with an ``error`` element when its
+    target raised), one per gate violation outside a budget, and one with an ``error`` element
+    per target that raised and has no budgeted function. Names are distinct within a target:
+    a function's name, with the budget where several budgets matched it, and where it is
+    defined where two functions share a name."""
     cases: list[tuple[str, str, list[Violation], str | None]] = [
-        (row.target, row.function, list(row.violations), row.target_error)
-        for row in result.rows]
-    cases += [(suite, f"{v.function} ({v.rule})", [v], None) for v in result.violations]
+        (row.target, name, list(row.violations), row.target_error)
+        for row, name in zip(result.rows, _case_names(result.rows), strict=True)]
+    cases += [(v.target or suite, f"{v.function} ({v.rule})", [v], None)
+              for v in result.violations]
     cases += [(e.target, f"{e.target} {_RAN}", [], e.message) for e in _rowless(result)]
     root = ET.Element("testsuite", name=escape.xml(_suite_name(suite)), tests=str(len(cases)),
                       failures=str(sum(1 for _, _, found, _ in cases if found)),
@@ -125,6 +139,24 @@ def junit_xml(result: GateResult, suite: str) -> str:
             element.text = escape.xml(error)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _case_names(rows: tuple[BudgetRow, ...]) -> list[str]:
+    """A test case name per row, distinct within its target (``_told_apart``)."""
+    names = [row.function for row in rows]
+    for target in dict.fromkeys(row.target for row in rows):
+        mine = [i for i, row in enumerate(rows) if row.target == target]
+        for i, name in zip(mine, _told_apart([rows[i] for i in mine]), strict=True):
+            names[i] = name
+    return names
+
+
+def _told_apart(rows: list[BudgetRow]) -> list[str]:
+    """The functions' names, then the budget where several budgets matched one, then where it
+    is defined where two functions of one name remain."""
+    return distinct([row.function for row in rows], [
+        lambda k: f" (budget {rows[k].pattern})",
+        lambda k: f" ({_shown(rows[k].defined_at or '')})"])
 
 
 def github_annotations(violations: Iterable[Violation],

@@ -93,8 +93,11 @@ def html_section(report: Report, escape: Callable[[Any], str],
             f'<td class="num">{line.repeats or ""}</td></tr>'
             for line in f.lines)
         out.append(f'<table class="cost" id="cost-{escape(f.function)}"><caption>'
-                   f"{escape(f.function)}</caption><thead><tr><th>line</th><th>equations</th>"
-                   '<th style="width:40%">share</th><th>est. compile s</th><th>repeats</th>'
+                   f'{escape(f.function)}</caption><thead><tr><th scope="col">line</th>'
+                   '<th scope="col" class="num">equations</th>'
+                   '<th scope="col" style="width:40%">share</th>'
+                   '<th scope="col" class="num">est. compile s</th>'
+                   '<th scope="col" class="num">repeats</th>'
                    f"</tr></thead><tbody>{rows}</tbody></table>")
     if cost.patterns:
         out.append('<ul class="cost-patterns">' + "".join(

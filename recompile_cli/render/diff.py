@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tabulate import tabulate
-
 from recompile_cli.analysis.compare import FunctionChange, NewCause
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.render import fit
 from recompile_cli.render.escape import markdown as md
 from recompile_cli.render.escape import terminal
 
@@ -23,8 +22,9 @@ HEADERS = ["function", "traces", "trace change", "compiles", "compile change", "
 
 def render_diff(changes: list[FunctionChange], new_causes: list[NewCause], old: str,
                 new: str, targets: tuple[str, str] | None = None,
-                markdown: bool = False) -> str:
-    """The comparison of OLD and NEW; ``targets`` are the two sessions' targets."""
+                markdown: bool = False, width: int | None = None) -> str:
+    """The comparison of OLD and NEW; ``targets`` are the two sessions' targets. On the
+    terminal the table fits ``width`` columns (default: ``fit.terminal_width``)."""
     show: Callable[[Any], str] = md if markdown else terminal
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     title = f"recompile-cli diff: {show(old)} -> {show(new)}"
@@ -32,17 +32,17 @@ def render_diff(changes: list[FunctionChange], new_causes: list[NewCause], old: 
     note = target_note(*targets) if targets else None
     if note:
         lines += [f"> {show(note)}" if markdown else f"note: {note}", ""]
-    rows = [[show(c.function), f"{c.traces[0]} -> {c.traces[1]}", _delta(*c.traces),
-             f"{c.compiles[0]} -> {c.compiles[1]}", _delta(*c.compiles),
-             f"{c.compile_seconds[0]:.3f} -> {c.compile_seconds[1]:.3f}"] for c in changes]
+    rows: list[list[Any]] = [
+        [c.function, f"{c.traces[0]} -> {c.traces[1]}", _delta(*c.traces),
+         f"{c.compiles[0]} -> {c.compiles[1]}", _delta(*c.compiles),
+         f"{c.compile_seconds[0]:.3f} -> {c.compile_seconds[1]:.3f}"] for c in changes]
     headers = HEADERS
     if any(n is not None for c in changes for n in c.equations):  # private hooks, JAX >= 0.9
         headers = [*HEADERS, "equations"]
         for row, c in zip(rows, changes, strict=True):
             row.append(_equations(*c.equations))
-    lines.append(tabulate(rows, headers=headers, disable_numparse=True,
-                          tablefmt="github" if markdown else "simple") if rows
-                 else "(no functions)")
+    lines.append(fit.table((headers, rows), None if markdown else width or fit.terminal_width(),
+                           show, markdown) if rows else "(no functions)")
     if new_causes:
         lines += ["", ("#### " if markdown else "") + "Causes new in " + show(new)]
         lines += [f"- {show(c.function)}: {code(show(c.code))}"

@@ -77,32 +77,39 @@ _MD_SPECIAL = re.compile(
     r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # _emphasis_ (train_step stays as it is)
     r"|(?<=:)/(?=/)|(?i:(?<=www))\.")  # GitHub's autolinks of http://... and www....
 _MD_REPLACE = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}  # the rest: a backslash before it
-# a heading, list or rule if a bullet starts so ("1. x", not "0.10.2")
-_MD_BLOCK_START = re.compile(r"#|[+-](?! )|(\d{1,9})[.)](?=\s|$)")
+# What starts a block where a line (or a list item's text) starts, besides what is escaped
+# everywhere (``* _ ` ~ | < >``): a heading (``#``), a list or a rule (``-``, ``+``, ``- -``), a
+# setext underline (``=``), a numbered list ("1. x", "1) x"; not "0.10.2").
+_MD_BLOCK_START = re.compile(r"[#+=-]|(\d{1,9})[.)](?=\s|$)")
+_MD_HEADING_END = re.compile(r"(?<=\s)#(?=#*\s*$)")  # what a heading would take as its closing #s
 
 
 def markdown(value: Any) -> str:
-    """Text for a GitHub-flavoured Markdown table cell or bullet, shown literally: no link,
-    image, autolink, HTML, emphasis, heading or list can come from it.
+    """Text for a GitHub-flavoured Markdown table cell, bullet or line, shown literally: no
+    link, image, autolink, HTML or emphasis, and no block (rule, heading, list, quote, table
+    row, code block) can come from it, wherever it starts.
 
     ``&``, ``<`` and ``>`` become entities (``->`` arrows stay as they are: with ``<`` escaped
     no tag can open); backslashes, ``|``, backticks, ``*``, ``~``, ``@``, a ``]`` that would
     close a link, an ``_`` at a word's edge, the ``/`` of ``://`` and the ``.`` of ``www.`` are
-    backslash-escaped (shown as they are); a leading ``#``, ``---`` or ``1.`` gets a
-    backslash (leading spaces become ``&#32;``); and control characters, line breaks
-    included, are shown as escapes so a value can never start a row or a block of its own.
+    backslash-escaped (shown as they are), as is a ``#`` after a blank at the end (a heading
+    would drop it as its closing sequence); a leading ``#``, ``-``, ``+``, ``=`` or ``1.`` gets
+    a backslash (``- -`` is no rule, ``- x`` no list) and leading spaces become ``&#32;`` (no
+    indented code); and control characters, line breaks included, are shown as escapes so a
+    value can never start a row or a block of its own.
     """
     return _block_start(_markdown_inline(controls(value)))
 
 
 def _markdown_inline(shown: str) -> str:
-    return _MD_SPECIAL.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), shown)
+    shown = _MD_SPECIAL.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), shown)
+    return _MD_HEADING_END.sub(r"\\#", shown)
 
 
 def _block_start(shown: str) -> str:
-    """Markdown that starts no block (a bullet's text): leading spaces as ``&#32;`` (no
-    indented code), a backslash before a leading ``#``, ``---`` or ``1.`` (``+ x`` and
-    ``- x`` stay lists: recompile-cli's own ``+ jax: ...`` lines are)."""
+    """Markdown that starts no block where it starts a line or a bullet's text: leading
+    spaces as ``&#32;`` (no indented code), a backslash before what would start one
+    (``_MD_BLOCK_START``)."""
     spaces = len(shown) - len(shown.lstrip(" "))
     if spaces:
         return "&#32;" * spaces + shown[spaces:]

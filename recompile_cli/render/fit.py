@@ -1,19 +1,31 @@
-"""Terminal text that fits: the width to fit (``terminal_width``), tables laid out in it
-(``layout``) and sentences wrapped to it (``wrap``); and the columns every human format leaves
-out because they say nothing (``drop_empty``).
+"""Terminal text that fits: the width to fit (``terminal_width``), every table of every report
+laid out in it by one rule (``layout``, ``table``) and sentences wrapped to it (``wrap``); and
+the columns every human format leaves out because they say nothing (``drop_empty``).
 
-A table that is too wide gives way in this order, losing as little as it can: locations lose
-their folders (``.../train_loop.py:51``); columns that wrap at spaces (values, causes) wrap; the
-``optional`` columns are left out; locations lose their calling function, then their start;
-names and values are cut in the middle (``analysis.shorten.middle``), the widest first; on a
-narrow terminal, all of these down to their header's width. Whatever a wrap or a cut frees goes
-back to the names and locations. Cells come in already made inert (``render.escape``); numbers
-are right-aligned, floats with three decimals.
+The rule is the columns' (``RULES``, by header, so that a new table whose columns are named as
+the others' gets it too). A table that is too wide gives way in this order, losing as little as
+it can:
+
+1. locations lose their folders (``.../train_loop.py:51 (main)``), and values and lists wrap:
+   values at `` -> `` (``f32[32,8] ->`` / ``f32[4,8]``), then at spaces; nothing is lost;
+2. the columns that say least are left out (``DROPPED_FIRST``: the stage, the trace and lower
+   seconds, then the call, then the seconds);
+3. argument paths and causes wrap at their joints (``opt_state.hyperparams`` /
+   ``['learning_rate']``): never cut, at any width;
+4. names and values are cut in the middle (``analysis.shorten.middle``), locations lose their
+   calling function, then their start, the widest first;
+5. on a narrow terminal, all of these down to their header's width (an argument or a cause
+   still whole, a line broken where it must).
+
+Whatever a wrap or a cut frees goes back to the arguments, names and locations, then to the
+columns left out. Cells come in already made inert (``render.escape``); numbers are
+right-aligned, floats with three decimals.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -22,7 +34,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from tabulate import tabulate
+
 from recompile_cli.analysis.shorten import middle
+from recompile_cli.render import escape
 
 FALLBACK_WIDTH = 100  # a terminal whose size cannot be read
 MIN_WIDTH = 40
@@ -34,12 +49,13 @@ Table = tuple[list[str], list[list[Any]]]
 class Give(Enum):
     """How a column gets narrower than its widest cell."""
 
-    WRAP = "wrap"  # at spaces (``f32[3] ->`` / ``f32[4]``), nothing lost
+    KEEP = "keep"  # an argument path or a cause: wrapped at its joints, never cut
+    WRAP = "wrap"  # values and lists: wrapped at `` -> ``, then at spaces; cut in the middle last
     END = "end"  # a location: keeps its end, the file name and line
-    MIDDLE = "middle"  # a name or value: keeps both ends
+    MIDDLE = "middle"  # a name: keeps both ends
 
 
-_MINIMUM = {Give.WRAP: 16, Give.END: 18, Give.MIDDLE: 16}
+_MINIMUM = {Give.KEEP: 8, Give.WRAP: 12, Give.END: 18, Give.MIDDLE: 16}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +64,19 @@ class Column:
 
     give: Give | None = None
     minimum: int | None = None  # the default is ``_MINIMUM[give]``
-    optional: int = 0  # left out when nothing else fits, lowest first (0: never)
+
+
+# Every table's columns, by header; a text column not named here wraps (``Give.WRAP``), a
+# number never gives.
+RULES: dict[str, Column] = {
+    "argument": Column(Give.KEEP), "cause": Column(Give.KEEP), "status": Column(Give.KEEP),
+    "reason": Column(Give.KEEP),  # a slow call's cause
+    "function": Column(Give.MIDDLE), "owner": Column(Give.MIDDLE, 8),
+    "call": Column(Give.END), "defined at": Column(Give.END), "line": Column(Give.END),
+    "report": Column(Give.END),
+}
+# The columns left out when the table is still too wide, the first first.
+DROPPED_FIRST = ("stage", "lower s", "trace s", "call", "seconds")
 
 
 def terminal_width() -> int | None:
@@ -83,16 +111,35 @@ def _blank(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and value != value)
 
 
-def layout(table: Table, width: int | None, columns: Mapping[str, Column]) -> str:
+def table(table: Table, width: int | None, text: Callable[[Any], str] = escape.terminal,
+          markdown: bool = False, zero: Iterable[str] = ()) -> str:
+    """A table as a report shows it: without the columns that say nothing (``drop_empty``,
+    ``zero`` as there), every text cell made inert by ``text``; on the terminal laid out in
+    ``width`` columns (``layout``; None: no limit), in Markdown as a GitHub table, whose
+    cells are never wrapped (a line break would end the row)."""
+    headers, rows = drop_empty(table, zero)
+    cells = [[escape.cell(value, text) for value in row] for row in rows]
+    if not markdown:
+        return layout((headers, cells), width)
+    words = [i for i in range(len(headers)) if any(isinstance(row[i], str) and row[i]
+                                                   for row in cells)]  # never parsed as numbers
+    return tabulate(cells, headers=headers, tablefmt="github",
+                    floatfmt=".3f", disable_numparse=words)
+
+
+def layout(table: Table, width: int | None, columns: Mapping[str, Column] | None = None
+           ) -> str:
     """The table as terminal text (headers, dashes, rows) no wider than ``width`` (None: no
-    limit) where its columns can give way that far (``columns``: by header; the others never
-    do)."""
+    limit) where its columns can give way that far (``columns``, by header: ``RULES`` and
+    these; a text column named in neither wraps, a number never gives)."""
     headers, rows = table
     texts = [[_text(value) for value in row] for row in rows]
     numeric = [bool(rows) and all(_is_number(row[i]) or _blank(row[i]) for row in rows)
                for i in range(len(headers))]
     natural = [max([len(h), *(len(row[i]) for row in texts)]) for i, h in enumerate(headers)]
-    specs = [columns.get(h, Column()) for h in headers]
+    rules = {**RULES, **(columns or {})}
+    specs = [rules.get(h, Column(None if numeric[i] else Give.WRAP))
+             for i, h in enumerate(headers)]
     widths, shown = list(natural), list(range(len(headers)))
     if width is None:
         width = _total(widths, shown)
@@ -104,19 +151,28 @@ def layout(table: Table, width: int | None, columns: Mapping[str, Column]) -> st
     def minimum(i: int) -> int:
         return _minimum(specs[i])
 
-    def widest(measure: Callable[[str], int]) -> Callable[[int], int]:
-        return lambda i: max((measure(row[i]) for row in texts), default=0)
+    def widest(measure: Callable[[str, Give | None], int]) -> Callable[[int], int]:
+        return lambda i: max((measure(row[i], specs[i].give) for row in texts), default=0)
 
     narrow((Give.END,), lambda i: max(minimum(i), widest(_file_only)(i)))  # nothing lost yet
     narrow((Give.WRAP,), lambda i: max(minimum(i), widest(_longest_part)(i)))
-    for i in sorted((i for i in shown if specs[i].optional), key=lambda i: specs[i].optional):
+    dropped = []
+    for header in DROPPED_FIRST:
         if _total(widths, shown) <= width:
             break
-        shown.remove(i)
+        if header in headers and headers.index(header) in shown:
+            dropped.append(headers.index(header))
+            shown.remove(dropped[-1])
+    narrow((Give.KEEP,), widest(_longest_part))  # still nothing lost
     narrow((Give.END,), minimum)  # cuts from here on
     narrow((Give.WRAP, Give.MIDDLE), minimum)
     narrow(tuple(Give), lambda i: 0)  # a narrow terminal: down to the headers
-    cells = _settle(texts, headers, widths, natural, shown, specs, width)
+    _settle(texts, headers, widths, natural, shown, specs, width, _CUT)
+    for i in reversed(dropped):  # what a wrap freed brings back what was left out
+        if _total(widths, shown) + _GAP + widths[i] > width:
+            break
+        shown = sorted([*shown, i])
+    cells = _settle(texts, headers, widths, natural, shown, specs, width, (*_CUT, Give.WRAP))
     lines = [_line([headers[i] for i in shown], [widths[i] for i in shown],
                    [numeric[i] for i in shown]),
              _line(["-" * widths[i] for i in shown], [widths[i] for i in shown],
@@ -128,25 +184,33 @@ def layout(table: Table, width: int | None, columns: Mapping[str, Column]) -> st
     return "\n".join(lines)
 
 
+_CUT = (Give.KEEP, Give.MIDDLE, Give.END)  # what gets back what a wrap frees, first
+
+
 def _settle(texts: list[list[str]], headers: list[str], widths: list[int], natural: list[int],
-            shown: list[int], specs: list[Column], width: int) -> list[list[list[str]]]:
+            shown: list[int], specs: list[Column], width: int, gives: tuple[Give, ...]
+            ) -> list[list[list[str]]]:
     """The cells fitted to ``widths``. A wrapped or cut column may need less than it was given
-    (a wrap breaks at spaces only): each column takes what its cells need, and what that
-    frees goes back to the names, then the locations, that were cut."""
-    for attempt in range(4):
+    (a wrap breaks at spaces and joints only): each column takes what its cells need, and what
+    that frees goes back to the columns of ``gives`` that were wrapped or cut, in that order; a
+    column that could not use what it was given (its next joint is further) is passed over."""
+    given: dict[int, int] = {}  # what each column was last given
+    for _ in range(2 * len(shown) + 2):  # each round fills the slack or passes a column over
         cells = [[_fit(row[i], widths[i], specs[i].give) for i in shown] for row in texts]
         for k, i in enumerate(shown):
             widths[i] = max([len(headers[i]), *(len(line) for row in cells for line in row[k])])
+        stuck = {i for i, offered in given.items() if widths[i] < offered}
         slack = width - _total(widths, shown)
-        grow = [i for give in (Give.MIDDLE, Give.END) for i in shown
-                if specs[i].give is give and widths[i] < natural[i]]
-        if slack <= 0 or not grow or attempt == 3:
-            break
+        grow = [i for give in gives for i in shown if specs[i].give is give
+                and widths[i] < natural[i] and i not in stuck]
+        if slack <= 0 or not grow:
+            return cells
         for i in grow:
             more = min(slack, natural[i] - widths[i])
             widths[i] += more
+            given[i] = widths[i]
             slack -= more
-    return cells
+    return [[_fit(row[i], widths[i], specs[i].give) for i in shown] for row in texts]
 
 
 def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -155,11 +219,13 @@ def wrap(text: str, width: int, indent: str = "  ") -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
 
 
-def _longest_part(text: str) -> int:
-    return max(map(len, _wrapped(text, 0)))
+def _longest_part(text: str, give: Give | None) -> int:
+    """The widest piece that a wrap of ``give`` keeps on one line."""
+    pieces = _joints(text) if give is Give.KEEP else _split(text, _after_item)
+    return max(len(piece.rstrip()) for piece in pieces)
 
 
-def _file_only(location: str) -> int:
+def _file_only(location: str, give: Give | None = None) -> int:
     """The width of a location without its folders: ``.../train_loop.py:51 (main)``."""
     slash = location.split(" (", 1)[0].rfind("/")
     return len(location) if slash < 0 else len(location) - slash + 3
@@ -195,6 +261,8 @@ def _fit(text: str, width: int, give: Give | None) -> list[str]:
     """A cell's lines in ``width`` characters."""
     if len(text) <= width or give is None:
         return [text]
+    if give is Give.KEEP:
+        return _packed(_joints(text), width)
     if give is Give.WRAP:
         return [middle(part, width) for line in _wrapped(text, width)
                 for part in (textwrap.wrap(line, width, break_long_words=False,
@@ -215,17 +283,69 @@ def _location(text: str, width: int) -> str:
     return middle(where if len(where) < len(text) else text, width, end=1.0)
 
 
+# The pieces of an argument path or a cause: ``[key]`` (quotes kept whole: ``['a.b']``),
+# ``.name``, blanks, and runs of anything else (any one character that starts none of these).
+_TOKEN = re.compile(r"""\[(?:'[^']*'|"[^"]*"|[^\]'"])*\]|\.[^.\[\s]*|\s+|[^.\[\s]+|[\s\S]""")
+
+
+def _joints(text: str) -> list[str]:
+    """``text`` in the pieces a wrap keeps whole, which join to it again: a path breaks before
+    ``.name`` and ``[key]`` (``opt_state`` / ``.hyperparams`` / ``['learning_rate']``), a
+    sentence after its blanks (``error: `` / ``TypeError``)."""
+    pieces: list[str] = []
+    for token in _TOKEN.findall(text):
+        if pieces and (token.isspace() or not (token.startswith((".", "["))
+                                               or pieces[-1][-1].isspace())):
+            pieces[-1] += token
+        else:
+            pieces.append(token)
+    return pieces or [text]
+
+
+def _packed(pieces: list[str], width: int) -> list[str]:
+    """Pieces joined into lines of ``width``; a piece longer than a line is broken, never cut."""
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1] + piece.rstrip()) <= width:
+            lines[-1] += piece
+            continue
+        while len(piece.rstrip()) > width:
+            lines.append(piece[:width])
+            piece = piece[width:]
+        lines.append(piece)
+    return [line.rstrip() for line in lines if line.strip()] or [""]
+
+
 def _wrapped(text: str, width: int) -> list[str]:
-    """``text`` in lines of ``width``, broken only at spaces outside brackets, so that
-    ``f32[1] ... f32[40] (40 values)`` keeps ``(40 values)`` whole; a longer part has a line
-    of its own."""
+    """``text`` in lines of ``width``, broken at spaces outside brackets only, so that
+    ``f32[1] ... f32[40] (40 values)`` keeps ``(40 values)`` whole: after the arrow of a change
+    (``f32[32,8] ->`` / ``f32[4,8]``) and after the commas of a list first, then at any such
+    space; a longer part has a line of its own."""
+    if len(text) <= width:
+        return [text]
+    items = _packed_words(_split(text, _after_item), width)
+    return [line for item in items
+            for line in ([item] if len(item) <= width else _packed_words(_split(item), width))]
+
+
+def _after_item(before: str) -> bool:
+    """Whether a wrap of values and lists may break after ``before``: after ``->`` or ``,``."""
+    return before.endswith(("->", ","))
+
+
+def _split(text: str, where: Callable[[str], bool] = lambda before: True) -> list[str]:
+    """``text`` split at the spaces outside brackets whose text before them is ``where``."""
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
         depth += (char in "([{") - (char in ")]}")
-        if char == " " and depth <= 0:
+        if char == " " and depth <= 0 and where(text[start:i]):
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
+    return parts
+
+
+def _packed_words(parts: list[str], width: int) -> list[str]:
     lines: list[str] = []
     for part in parts:
         if lines and len(lines[-1]) + 1 + len(part) <= width:

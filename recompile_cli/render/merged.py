@@ -11,11 +11,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from tabulate import tabulate
-
 from recompile_cli.analysis.hosts.divergence import Comparison, Divergence, FunctionRow, compare
 from recompile_cli.analysis.hosts.merge import Merged, merge, processes, split
-from recompile_cli.render import escape
+from recompile_cli.render import escape, fit
 from recompile_cli.session import codec
 from recompile_cli.session.locations import display as location
 from recompile_cli.session.model import Owner, Session
@@ -24,14 +22,19 @@ FORMATS = ("table", "markdown", "json")
 MERGE_KIND = "recompile-cli-merge"
 
 
-def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
-    """The merge report in ``fmt`` (one of ``FORMATS``)."""
+def render(merged: Merged, comparison: Comparison, fmt: str = "table",
+           width: int | None = None) -> str:
+    """The merge report in ``fmt`` (one of ``FORMATS``); its tables fit ``width`` columns on
+    the terminal (default: ``fit.terminal_width``)."""
     if fmt == "json":
         return codec.indented(to_dict(merged, comparison))
     markdown = fmt == "markdown"
     show: Callable[[Any], str] = escape.markdown if markdown else escape.terminal
     heading = "### {}" if markdown else "{}"
-    tablefmt = "github" if markdown else "simple"
+    width = None if markdown else width or fit.terminal_width()
+
+    def table(headers: list[str], rows: list[list[Any]]) -> str:
+        return fit.table((headers, rows), width, show, markdown)
     session, env = merged.session, merged.session.environment
     count = merged.process_count
     size = f" of {count}" if count is not None and count != len(merged.parts) else ""
@@ -39,22 +42,21 @@ def render(merged: Merged, comparison: Comparison, fmt: str = "table") -> str:
              f"process{'es' if len(merged.parts) > 1 else ''}{size}; jax "
              f"{show(env.jax_version)}, {show(env.backend)})")
     lines = [f"**{title}**" if markdown else title, ""]
-    rows = [[p.index, show(p.host or ""), show(p.source), f"{p.session.wall_seconds:.3f}",
-             show(p.session.target_exception or "finished")] for p in merged.parts]
-    lines.append(tabulate(rows, headers=["process", "host", "report", "wall s", "outcome"],
-                          tablefmt=tablefmt, disable_numparse=True))
+    rows: list[list[Any]] = [[p.index, p.host or "", location(p.source) or p.source,
+                              f"{p.session.wall_seconds:.3f}",
+                              p.session.target_exception or "finished"] for p in merged.parts]
+    lines.append(table(["process", "host", "report", "wall s", "outcome"], rows))
     lines += ["", heading.format("Functions (each process: traces / compiles / compile s)")]
-    lines += _functions(comparison, show, tablefmt)
+    lines += _functions(comparison, table, markdown)
     slow = _slow_calls(merged)
     if slow:
         lines += ["", heading.format("Slow calls (each process: calls run through JAX's Python "
                                      "dispatch without compiling)")]
-        lines.append(tabulate(
-            [[show(row["function"]), show(location(row["defined_at"])),
+        lines.append(table(
+            ["function", "defined at", *(f"process {p.index}" for p in merged.parts), "reasons"],
+            [[row["function"], location(row["defined_at"]),
               *(row["per_process"].get(str(p.index), 0) for p in merged.parts),
-              show(", ".join(row["reasons"]))] for row in slow],
-            headers=["function", "defined at", *(f"process {p.index}" for p in merged.parts),
-                     "reasons"], tablefmt=tablefmt, disable_numparse=True))
+              ", ".join(row["reasons"])] for row in slow]))
     lines += ["", heading.format(_divergence_title(comparison))]
     lines += [line for d in comparison.divergences for line in _divergence(d, show, markdown)]
     if not comparison.divergences:
@@ -106,17 +108,17 @@ def _divergence_title(comparison: Comparison) -> str:
             "differently across processes")
 
 
-def _functions(comparison: Comparison, show: Callable[[Any], str], tablefmt: str) -> list[str]:
+def _functions(comparison: Comparison, table: Callable[[list[str], list[list[Any]]], str],
+               markdown: bool) -> list[str]:
     shown = [f for f in comparison.functions if f.owner != Owner.JAX]
     headers = ["function", "defined at", *(f"process {i}" for i in comparison.processes),
                "same"]
-    rows = [[show(f.name), show(location(f.defined_at)),
-             *(_cell(f, i) for i in comparison.processes), "yes" if f.same else "NO"]
-            for f in shown]
-    lines = [tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
-             if rows else "(no user function was traced or compiled)"]
+    rows: list[list[Any]] = [[f.name, location(f.defined_at),
+                              *(_cell(f, i) for i in comparison.processes),
+                              "yes" if f.same else "NO"] for f in shown]
+    lines = [table(headers, rows) if rows else "(no user function was traced or compiled)"]
     internal = [f for f in comparison.functions if f.owner == Owner.JAX]
-    if internal and tablefmt == "github":
+    if internal and markdown:
         lines.append("")  # a line of its own, not a row of the table
     if internal:
         per_process = ", ".join(str(sum(f.counts[i].compiles for f in internal))

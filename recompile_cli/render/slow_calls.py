@@ -19,14 +19,12 @@ from typing import Any
 from recompile_cli.analysis.report import Report, package_of, shown_name
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import SlowCallReport, SlowGroup
-from recompile_cli.render.fit import Column, Give, Table
+from recompile_cli.render.fit import Table
 from recompile_cli.session.locations import display
 from recompile_cli.session.model import Owner
 
 TITLE = "Slow calls"
 HEADERS = ["function", "calls", "reason", "line", "call", "us/call", "avoidable s"]
-FIT = {"function": Column(Give.MIDDLE), "line": Column(Give.END), "call": Column(Give.END),
-       "reason": Column(Give.WRAP, 12)}
 MAX_ROWS = 30
 
 

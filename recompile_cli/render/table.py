@@ -10,11 +10,9 @@ sentences wrap. Paths below the working folder are shown relative to it, in sent
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-
-from tabulate import tabulate
 
 from recompile_cli.analysis.cache_outcomes import outcomes
 from recompile_cli.analysis.report import FunctionRow, Report, RowKind
@@ -27,7 +25,6 @@ from recompile_cli.render import (
     slow_calls,
     warmup_coverage,
 )
-from recompile_cli.render.fit import Column, Give
 from recompile_cli.render.headline import headline
 from recompile_cli.session.locations import display as location
 from recompile_cli.session.locations import relative, relative_in
@@ -77,11 +74,11 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
     lines += _cause_table(report, style, fits)
     lines += slow_calls.text_section(
         report, show_all, style.heading, style.bullet, style.text, style.prose,
-        lambda table: _table(table, style, fits, slow_calls.FIT), lambda text: _prose(text, fits))
+        lambda table: _table(table, style, fits), lambda text: _prose(text, fits))
     lines += ["", *_functions(report, show_all, style, fits)]
     lines += compile_cost.text_section(
         report, style.heading, style.bullet, style.text, style.prose,
-        lambda table: _table(table, style, fits, _COST_FIT), lambda text: _prose(text, fits))
+        lambda table: _table(table, style, fits), lambda text: _prose(text, fits))
     lines += _events(report, show_all, style, fits)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
@@ -207,16 +204,6 @@ def count_events(report: Report, show_all: bool) -> int:
     return sum(1 for _ in shown_events(report, show_all))
 
 
-# How each terminal table gives way when too wide (``fit.layout``), by column header.
-_CAUSE_FIT = {"function": Column(Give.MIDDLE), "argument": Column(Give.MIDDLE),
-              "values": Column(Give.WRAP), "call": Column(Give.END)}
-_FUNCTION_FIT = {"function": Column(Give.MIDDLE), "defined at": Column(Give.END),
-                 "top causes": Column(Give.WRAP), "owner": Column(Give.MIDDLE, 8),
-                 "lower s": Column(optional=1), "trace s": Column(optional=2)}
-_EVENT_FIT = {"function": Column(Give.MIDDLE), "call": Column(Give.END),
-              "argument": Column(Give.MIDDLE), "before -> after": Column(Give.WRAP),
-              "cause": Column(Give.WRAP, 12), "stage": Column(optional=1)}
-_COST_FIT = {"function": Column(Give.MIDDLE), "line": Column(Give.MIDDLE)}
 SAY_NOTHING_AT_ZERO = ("errors",)  # columns left out when every value is 0, as when empty
 
 
@@ -224,7 +211,7 @@ def _cause_table(report: Report, style: Style, width: int | None) -> list[str]:
     if not report.cause_table:
         return []
     lines = ["", style.heading.format(cause_table_title(report)),
-             _table(cause_rows(report), style, width, _CAUSE_FIT)]
+             _table(cause_rows(report), style, width)]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
     return lines
@@ -233,13 +220,14 @@ def _cause_table(report: Report, style: Style, width: int | None) -> list[str]:
 def _functions(report: Report, show_all: bool, style: Style, width: int | None) -> list[str]:
     table = function_rows(report, show_all)
     lines = [style.heading.format("Functions")]
-    lines.append(_table(table, style, width, _FUNCTION_FIT) if table[1]
+    lines.append(_table(table, style, width) if table[1]
                  else "(no user function was traced or compiled)")
     if not show_all:
         hidden = hidden_functions(report)
         if hidden and style is MARKDOWN:
             lines.append("")
-        lines += _prose([style.text(line) for line in hidden], width)
+        # ``+ jax: ...``: the marker is recompile-cli's (a list in Markdown), the rest data
+        lines += _prose([f"+ {style.text(line.removeprefix('+ '))}" for line in hidden], width)
     return lines
 
 
@@ -248,26 +236,17 @@ def _events(report: Report, show_all: bool, style: Style, width: int | None) -> 
     if not table[1]:
         return []
     lines = ["", style.heading.format("Recompilation events"),
-             _table(table, style, width, _EVENT_FIT)]
+             _table(table, style, width)]
     total = count_events(report, show_all)
     if total > _MAX_ROWS:
         lines.append(f"... {total - _MAX_ROWS} more (see --format json)")
     return lines
 
 
-def _table(table: Table, style: Style, width: int | None, columns: Mapping[str, Column]
-           ) -> str:
-    """The table without the columns that say nothing, every cell made inert for the style;
-    on the terminal, laid out in ``width`` columns (``fit.layout``). Markdown cells are never
-    wrapped: a line break would end the row."""
-    headers, rows = fit.drop_empty(table, SAY_NOTHING_AT_ZERO)
-    cells = [[escape.cell(value, style.text) for value in row] for row in rows]
-    if style.fits:
-        return fit.layout((headers, cells), width, columns)
-    text = [i for i in range(len(headers)) if any(isinstance(row[i], str) and row[i]
-                                                  for row in cells)]  # never parsed as numbers
-    return tabulate(cells, headers=headers, tablefmt=style.tablefmt, floatfmt=".3f",
-                    disable_numparse=text)
+def _table(table: Table, style: Style, width: int | None) -> str:
+    """The table in the style: the one layout of every table (``fit.table``)."""
+    return fit.table(table, width, style.text, markdown=not style.fits,
+                     zero=SAY_NOTHING_AT_ZERO)
 
 
 def _top_causes(causes: dict[CauseCode, int], limit: int = 3) -> str:

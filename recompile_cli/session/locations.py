@@ -2,9 +2,14 @@
 
 A location is ``path:line`` (where a function is defined: ``Event.defined_at``, the
 ``defined_at`` of a ``FunctionKey``); a call site adds the calling function,
-``path:line (function)`` (``Event.call_site``). Capture writes them; every later layer reads
-them through here. Pure text functions, apart from the current folder that ``relative`` and
-``display`` show locations against.
+``path:line (function)`` (``Event.call_site``). Capture writes them as they are (absolute);
+every later layer reads them through here, and everything that shows or returns one to a person
+(reports, messages, ``Violation.call_site``, the guard's violations) shows it as ``relative``
+(or ``relative_in`` a sentence) does: relative to the current folder when below it, and a
+notebook cell's code (an IPython kernel's temporary file ``.../ipykernel_1/2.py``, a terminal's
+``<ipython-input-2-...>``) as IPython names it, ``In[2], line 4``. Pure text functions, apart
+from the current folder and the running IPython shell (found in ``sys.modules``, never
+imported) that they show locations against.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 # The shortest path before a ``:line`` that ends the text or is followed by `` (function)``.
 _LOCATION = re.compile(r"(?P<path>.+?):(?P<line>[0-9]+)(?: \((?P<function>.*)\))?", re.DOTALL)
@@ -50,20 +57,59 @@ def path_of(location: str | None) -> str | None:
 
 
 def relative(location: str | None) -> str | None:
-    """A location shown relative to the current folder when below it."""
+    """A location as people read it: relative to the current folder when below it, a notebook
+    cell's as IPython names it (``In[2], line 4 (<module>)``)."""
     if not location:
         return location
     cwd = os.getcwd() + os.sep
-    return location[len(cwd):] if location.startswith(cwd) else location
+    return cells(location[len(cwd):] if location.startswith(cwd) else location)
 
 
 def relative_in(text: str) -> str:
-    """A sentence with every path below the current folder shown relative to it (advice,
-    warnings and messages that name files)."""
+    """A sentence with every path below the current folder shown relative to it, and notebook
+    cells named as IPython names them (advice, warnings and messages that name files)."""
     cwd = os.getcwd().rstrip(os.sep) + os.sep
-    if len(cwd) <= 1 or cwd not in text:
+    if len(cwd) > 1 and cwd in text:
+        text = re.sub(r"(?<![\w.~/\\-])" + re.escape(cwd), "", text)  # where a path starts
+    return cells(text)
+
+
+# The code of a notebook cell, as IPython compiles it: a kernel's temporary file
+# (``.../ipykernel_123/4567.py``) or a terminal's ``<ipython-input-2-0123456789ab>``.
+_CELL = re.compile(r"(?P<file>[^\s()'\"]*ipykernel_\d+[/\\]\d+\.py|<ipython-input-\d+-[0-9a-f]+>)"
+                   r"(?::(?P<line>\d+))?")
+_CELL_MARKS = ("ipykernel_", "<ipython-input-")
+
+
+def cells(text: str) -> str:
+    """``text`` with the files of notebook cells written as IPython's tracebacks write them,
+    ``In[3]`` (``In[3], line 2`` for ``file:line``); the same text outside IPython, or for a
+    file the running shell does not know."""
+    if not any(mark in text for mark in _CELL_MARKS):
         return text
-    return re.sub(r"(?<![\w.~/\\-])" + re.escape(cwd), "", text)  # where a path starts
+    name_of = getattr(getattr(_shell(), "compile", None), "format_code_name", None)
+    if name_of is None:
+        return text
+
+    def cell(match: re.Match[str]) -> str:
+        try:
+            named = name_of(match["file"])
+        except Exception:
+            named = None
+        if not named:
+            return match.group(0)
+        return str(named[1]) + (f", line {match['line']}" if match["line"] else "")
+
+    return _CELL.sub(cell, text)
+
+
+def _shell() -> Any:
+    """The running IPython shell, if any (IPython is never imported here)."""
+    ipython = sys.modules.get("IPython")
+    try:
+        return None if ipython is None else ipython.get_ipython()
+    except Exception:
+        return None
 
 
 def display(where: object) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -161,6 +162,23 @@ def test_check_evaluates_the_cli_gate():
     assert failed.text().startswith("recompile-cli gate: FAILED - step: 2 compiles")
     assert rec.report.check(step=1).violations
     assert rec.report.check(fail_on=["shape"]).violations
+
+
+@requires_private_hooks
+def test_paths_the_api_returns_are_relative_to_the_working_folder(monkeypatch):
+    """``Violation.call_site`` is what its message says, relative (issue 33), as are the
+    DataFrames' paths; the saved session keeps them as recorded."""
+    with recompile_cli.record() as rec:
+        two_shapes()
+    here, line = Path(__file__).resolve(), two_shapes.__code__.co_firstlineno + 3
+    monkeypatch.chdir(here.parent)
+    [violation] = rec.report.check(max_compiles=1).violations
+    assert violation.call_site == f"{here.name}:{line} (two_shapes)"
+    assert f"({here.name}:{line} (two_shapes))" in violation.message
+    assert list(rec.report.cause_table["call_site"]) == [f"{here.name}:{line} (two_shapes)"]
+    assert rec.report.functions.set_index("name").loc["step", "defined_at"].startswith(
+        f"{here.name}:")
+    assert f"{here}:{line} (two_shapes)" in {e.call_site for e in rec.session.events}
 
 
 @requires_private_hooks

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+import xml.etree.ElementTree as ET
 
 import pytest
 from helpers import SAMPLES, budget
@@ -99,11 +100,47 @@ def test_steady_state_violation_for_a_target(cli, project):
             budgets:
               step: {max_compiles: 5}
     """)
-    result = cli("check", path)
+    result = cli("check", path, "--junit-xml", project / "junit.xml")
     assert result.exit_code == 1
     assert ("After a warm-up of 1 call of step, step compiled 1 more time, first "
             "during call 2: shape at x: f32[3] -> f32[4]") in (
         result.stdout)
+    # the budget held, the steady state did not: the row says so, never ok (issue 33)
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("prog.py:step")]
+    assert row.split()[-2:] == ["FAIL", "steady_state"], result.stdout
+    cases = {(c.get("classname"), c.get("name")): [f.get("type") for f in c]
+             for c in ET.parse(project / "junit.xml").getroot().iter("testcase")}
+    assert cases == {("prog.py:step", "step"): [],
+                     ("prog.py:step", "step (steady_state)"): ["steady_state"]}
+
+
+@requires_private_hooks
+def test_two_budgets_on_one_function_are_one_row_and_a_test_case_each(cli, project):
+    path = budget(project, """
+        targets:
+          - target: prog.py:step
+            args: two_shapes.yaml
+            budgets:
+              "st*": {max_compiles: 1}
+              "*": {max_compiles: 5}
+          - target: prog.py:step
+            args: two_shapes.yaml
+            budgets:
+              step: {max_compiles: 5}
+    """)
+    result = cli("check", path, "--junit-xml", project / "junit.xml")
+    assert result.exit_code == 1, result.output
+    rows = [line for line in result.stdout.splitlines() if line.startswith("prog.py:step")]
+    assert len(rows) == 2, result.stdout
+    assert rows[0].endswith("FAIL st*: max_compiles, *: ok") and " 2 / 1 " in rows[0], (
+        result.stdout)
+    assert rows[1].split()[-1] == "ok"
+    suite = ET.parse(project / "junit.xml").getroot()
+    cases = [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")]
+    assert cases == [("prog.py:step --args two_shapes.yaml (targets[0])", "step (budget st*)"),
+                     ("prog.py:step --args two_shapes.yaml (targets[0])", "step (budget *)"),
+                     ("prog.py:step --args two_shapes.yaml (targets[1])", "step")]
+    assert suite.get("failures") == "1"
 
 
 @requires_private_hooks

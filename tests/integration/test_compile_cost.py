@@ -9,6 +9,7 @@ import csv
 import gzip
 import io
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -89,6 +90,18 @@ def test_every_human_format_names_the_loop_and_the_table(cli, heavy_session, fmt
     if fmt == "html":
         assert 'class="bar"' in text and "width:98.0%" in text  # the loop line's bar
         assert "http" not in text.split("<h2>Compile cost</h2>")[1].split("</table>")[0]
+        # a column per header, and cells set apart (they ran together: "train.py:95 281")
+        table = text.split('<table class="cost"')[1].split("</table>")[0]
+        assert re.findall(r"<th[^>]*>([^<]*)</th>", table) == [
+            "line", "equations", "share", "est. compile s", "repeats"]
+        style = text.split("<style>")[1].split("</style>")[0]
+        rules: dict[str, str] = {}
+        for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", style):
+            for selector in selectors.split(","):
+                rules[selector.strip()] = rules.get(selector.strip(), "") + body
+        for cell in ("td", "th"):
+            assert "padding" in rules[f".recompile-cli table.cost {cell}"]
+            assert "border" in rules[f".recompile-cli table.cost {cell}"]
 
 
 @requires_private_hooks

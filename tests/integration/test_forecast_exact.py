@@ -22,6 +22,10 @@ SAMPLE_CASES = [
     ("train_loop", "train_step", "train_loop", ()),
     ("train_loop", "train_step", "train_loop_warmup", ()),
 ]
+# Samples forecast with --lower: the Flax step of docs/forecast.md draws dropout from its PRNG
+# key, and lowering that traces JAX's PRNG helpers (jitted functions of their lowering rules,
+# compiling nothing), which a forecast sees only when it lowers too.
+LOWERED_SAMPLES = [("flax_train", "train_step", "flax_train")]
 
 # The spec scenarios of test_cli.py, test_check.py / conftest.py, test_advice.py and test_fuzz.py
 # (its hand-written spec), plus the cache-key rules a forecast must follow (weak types, numpy and
@@ -204,10 +208,20 @@ def test_forecast_equals_profile_on_the_samples(cli, tmp_path, program, function
     assert real["totals"]["compiles"] or real["target_exception"]
 
 
+@pytest.mark.parametrize(("program", "function", "spec"), LOWERED_SAMPLES,
+                         ids=[case[2] for case in LOWERED_SAMPLES])
+def test_forecast_with_lower_equals_profile_on_a_real_train_step(cli, tmp_path, program,
+                                                                  function, spec):
+    """Flax params, an optax state, a PRNG key and a static config, built by factories."""
+    real, _ = _compare(cli, tmp_path, f"{SAMPLES / program}.py:{function}",
+                       SAMPLES / f"{spec}.yaml", (), lower=("--lower",))
+    assert real["totals"]["compiles"] and not real["target_exception"]
+
+
 def test_every_sample_spec_is_forecast():
     specs = {p.stem for p in SAMPLES.glob("*.yaml")
              if "calls" in (yaml.safe_load(p.read_text()) or {})}  # not the budget files
-    assert specs == {case[2] for case in SAMPLE_CASES}
+    assert specs == {case[2] for case in [*SAMPLE_CASES, *LOWERED_SAMPLES]}
 
 
 LOWERED = ["weak_and_dtypes", "nested_and_keywords", "committed", "static_by_hash_eq"]

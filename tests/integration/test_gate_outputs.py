@@ -76,7 +76,7 @@ def test_fail_on_counts_one_event_with_two_changed_arguments_once(cli, program, 
 
 
 @requires_private_hooks
-def test_an_event_with_two_wanted_codes_is_one_event_listing_both(cli, program):
+def test_an_event_with_two_wanted_codes_is_one_event_listing_both(cli, program, monkeypatch):
     script = program("mixed", """
         import jax, jax.numpy as jnp
         @jax.jit
@@ -85,12 +85,16 @@ def test_an_event_with_two_wanted_codes_is_one_event_listing_both(cli, program):
         step(jnp.ones(4), jnp.ones(2, dtype=jnp.int32))
         step(jnp.ones(5), jnp.ones(3, dtype=jnp.int32))
     """)
-    result = cli("run", "--fail-on", "shape,dtype", script)
+    monkeypatch.chdir(script.parent)
+    result = cli("run", "--fail-on", "shape,dtype", script.name)
     assert result.exit_code == 1, result.output
+    # each cause named once, with its changes in order and where each happened
     assert ("- step: 2 events with cause shape, dtype (--fail-on): shape at x: f32[3] -> "
-            "f32[4], dtype at y: f32[2] -> i32[2] (") in result.stdout
-    assert "; shape at x: f32[4] -> f32[5], y: i32[2] -> i32[3] (" in result.stdout
+            "f32[4] (mixed.py:6 (<module>)), then f32[4] -> f32[5] (mixed.py:7 (<module>)), "
+            "y: i32[2] -> i32[3] (mixed.py:7 (<module>)); dtype at y: f32[2] -> i32[2] "
+            "(mixed.py:6 (<module>)).") in result.stdout
     assert result.stdout.count("events with cause") == 1
+    assert result.stdout.count("shape at") == 1 and result.stdout.count("dtype at") == 1
 
 
 @requires_private_hooks

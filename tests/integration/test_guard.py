@@ -53,6 +53,25 @@ def test_warn_names_function_cause_argument_values_and_call_site():
 
 
 @requires_private_hooks
+def test_the_guard_message_names_each_cause_once_in_relative_paths(monkeypatch):
+    """The guard's message is the gate's (``analysis.messages``): three leaves of a batch that
+    shrank are one cause, the suggestion ends it, and its paths are relative (issue 33)."""
+    batch_step = jax.jit(lambda batch: sum(v.sum() for v in batch.values()))
+    monkeypatch.chdir(os.path.dirname(__file__))
+    with recompile_cli.guard(max_compiles=1, on="log") as guard:
+        for n in (16, 8):
+            batch_step({"a": jnp.ones((n, 4)), "b": jnp.ones((n, 2)), "c": jnp.ones((n,))})
+    [violation] = guard.violations
+    here = os.path.basename(__file__)
+    assert violation.message.startswith(
+        "recompile-cli guard: <lambda> compiled 2 times, limit 1. This compile: shape at "
+        f"batch: 3 leaves, dim 0 16 -> 8 ({here}:")
+    assert "Suggestion: " in violation.message and violation.suggestion
+    assert "batch['a']" not in violation.message.split("Suggestion:")[0]
+    assert violation.call_site.startswith(f"{here}:") and violation.defined_at.startswith(here)
+
+
+@requires_private_hooks
 def test_warnings_filter_can_turn_it_into_an_error():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)

@@ -5,6 +5,7 @@ re-compilation"."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 import nbformat
@@ -25,6 +26,9 @@ def cells(tmp_path_factory):
         v4.new_code_cell("list(_recompiles.to_pandas().events['call_site'])"),
         v4.new_code_cell("f(jnp.ones(3))"),
         v4.new_code_cell("%%recompiles --keep-caches\nf(jnp.ones(7))"),
+        v4.new_code_cell("%%recompiles\nf(jnp.ones(11))\nf(jnp.ones(12))"),
+        v4.new_code_cell("[(v.call_site, v.message) for v in "
+                         "_recompiles.check(max_compiles=1).violations]"),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                 "language": "python"}})
     return execute(notebook, tmp_path_factory.mktemp("polish")).cells
@@ -60,3 +64,12 @@ def test_keep_caches_after_a_real_recompile_does_not_say_no_recompilation(cells)
         "No re-compilation of your functions inside", "")
     assert "JAX&#x27;s caches were kept" in html or "JAX's caches were kept" in html
     assert "keep_caches" in html  # the warning says why a first compile may be a re-compile
+
+
+@requires_private_hooks
+def test_a_violation_in_a_notebook_names_the_cell_as_ipython_does(cells):
+    """``Violation.call_site`` and its message say ``In[6], line 3``, not the kernel's
+    temporary file (issue 33)."""
+    [(site, message)] = ast.literal_eval(_output(cells[6], "text/plain"))
+    assert site == "In[6], line 3 (<module>)"
+    assert "(In[6], line 3 (<module>))" in message and "ipykernel_" not in message

@@ -45,6 +45,31 @@ def test_pytest_plugin_passes_and_fails_with_the_cause(pytester):
             "f32[3] -> f32[4] (test_plugin_usage.py:13 (test_two_shapes))") in output
 
 
+@requires_private_hooks
+def test_a_pytest_failure_names_each_cause_once_and_carries_the_suggestion(pytester):
+    """Three leaves of a batch that shrank are one cause, named once, and the failure ends
+    with the suggestion, as the guard's does (issue 33)."""
+    pytester.makepyfile(test_batch="""
+import jax, jax.numpy as jnp, pytest
+
+@jax.jit
+def train_step(batch):
+    return sum(v.sum() for v in batch.values())
+
+@pytest.mark.max_compiles(train_step=1)
+def test_last_batch():
+    for n in (16, 16, 16, 8):
+        train_step({"a": jnp.ones((n, 4)), "b": jnp.ones((n, 2)), "c": jnp.ones((n,))})
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    output = " ".join(result.stdout.str().split())
+    assert ("recompile-cli: train_step: 2 compiles, budget 1. Excess: shape at batch: 3 "
+            "leaves, dim 0 16 -> 8 (test_batch.py:10 (test_last_batch)). Suggestion: the "
+            "last batch is smaller:") in output
+    assert "batch['a']" not in output.split("Suggestion:")[0]
+
+
 def test_pytest_marker_arguments_are_validated(pytester):
     pytester.makepyfile(test_bad_marker="""
 import pytest

@@ -228,10 +228,16 @@ def test_save_writes_the_session_without_the_analysis(cli, program, tmp_path):
     assert cli("report", saved).exit_code == 0
 
 
-def test_report_to_a_path_without_extension_says_what_to_do(cli, tmp_path):
+def test_report_to_a_path_without_extension_says_what_to_do(cli, tmp_path, monkeypatch):
     session = DATA / "session.json"
-    result = cli("report", session, "--output", tmp_path / "somewhere")
+    monkeypatch.chdir(tmp_path)
+    result = cli("report", session, "--output", "out/somewhere")
     assert result.exit_code == 2 and "cannot tell the format" in result.stderr
+    # the path as the user gave it, relative, never the absolute one (issue 33)
+    assert "--output out/somewhere: cannot" in result.stderr and str(tmp_path) not in (
+        result.stderr)
+    result = cli("report", session, "--output", tmp_path / "somewhere")
+    assert result.exit_code == 2 and "--output somewhere: cannot" in result.stderr
     assert not (tmp_path / "somewhere").exists()
     folder = tmp_path / "tables"
     folder.mkdir()

@@ -156,7 +156,22 @@ def test_html_report_in_a_real_browser(cli, neutral_cwd):
     assert (dom.index("Pad the last batch to 32") < dom.index('id="causes"')
             < dom.index('id="compile-chart"') < dom.index('id="timeline"'))
     assert "<code>batch['x']</code>" in dom  # the suggestion's code span, not backticks
-    shot = _screenshot(browser, page, "report.png")
+    _screenshot(browser, page, "report.png")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="needs the Debian package chromium")
+def test_the_docs_picture_is_the_page_of_a_real_run(cli, monkeypatch, tmp_path):
+    """docs/html-report.png (``UPDATE_GOLDEN=1``) is today's page of the README's first run,
+    made from the repository as a reader runs it: paths relative, no /project/... left."""
+    monkeypatch.chdir(ROOT)
+    page = tmp_path / "report.html"
+    result = cli("run", "--format", "html", "--output", page, "sample_programs/train_loop.py",
+                 "--epochs", "1")
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert str(ROOT) not in text and "sample_programs/train_loop.py:51 (main)" in text
+    assert '<th scope="col" class="num">est. compile s</th>' in text
+    shot = _screenshot(_browser(tmp_path / "chromium-profile"), page, "html-report.png")
     if UPDATE:
         shutil.copy(shot, ROOT / "docs" / "html-report.png")
 

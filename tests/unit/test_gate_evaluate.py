@@ -12,7 +12,7 @@ from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.baseline import Baseline
 from recompile_cli.gate.budgets import Budget
-from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate
+from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate, verdicts
 from recompile_cli.session.model import Event
 
 
@@ -37,9 +37,12 @@ def test_max_compiles_names_the_excess_with_argument_and_values():
     assert (row.function, row.compiles, row.max_compiles, row.ok) == ("step", 3, 1, False)
     [violation] = row.violations
     assert violation.rule == "max_compiles"
-    assert violation.message == ("step: 3 compiles, budget 1. Excess: shape at x: f32[3] -> "
-                                 "f32[4] (prog.py:10 (<module>)); shape at x: f32[4] -> f32[5] "
-                                 "(prog.py:10 (<module>))")
+    # the cause named once, with each change, the place once, then the report's suggestion
+    assert violation.message.startswith(
+        "step: 3 compiles, budget 1. Excess: shape at x: f32[3] -> f32[4], then f32[4] -> "
+        "f32[5] (prog.py:10 (<module>)). Suggestion: `x` dim 0 took 3 values (3..5): 3 "
+        "compiles -> 2 with power-of-two buckets")
+    assert violation.message.count("shape at") == 1
     assert gate(report_of(*three_shapes()), max_compiles=3).held
 
 
@@ -158,8 +161,9 @@ def test_fail_on_counts_an_event_once_and_lists_all_its_changed_arguments():
     report = report_of(*numbered(sig(x=leaf("f32", 3), y=leaf("f32", 3)),
                                  sig(x=leaf("f32", 4), y=leaf("f32", 4))))
     [violation] = gate(report, fail_on=("shape", "dtype")).violations
-    assert violation.message == ("f: 1 event with cause shape (--fail-on): shape at x: "
-                                 "f32[3] -> f32[4], y: f32[3] -> f32[4] (prog.py:10 (<module>))")
+    assert violation.message.startswith(
+        "f: 1 event with cause shape (--fail-on): shape at x: f32[3] -> f32[4], y: f32[3] -> "
+        "f32[4] (prog.py:10 (<module>)).")
 
 
 def test_rows_of_a_target_that_raised_are_errors_not_passes():
@@ -171,3 +175,60 @@ def test_rows_of_a_target_that_raised_are_errors_not_passes():
     assert not result.held
     [row] = gate(report_of(*three_shapes()), max_compiles=5).rows
     assert (row.ok, row.status) == (True, "ok")
+
+
+def test_a_row_is_ok_only_when_every_rule_on_the_function_held():
+    """A broken steady state fails the function's row, though its budget held (issue 33)."""
+    events = [replace(e, call_index=i, call_of="step@prog.py:3")
+              for i, e in enumerate(three_shapes())]
+    result = gate(report_of(*events), budgets=(Budget("step", max_compiles=5),),
+                  steady_state_after=1)
+    [row] = result.rows
+    assert row.status == "ok"  # the budget's own verdict (its JUnit test case)
+    [verdict] = verdicts(result)
+    assert verdict.status == "FAIL steady_state"
+    assert result.violations[0].target == "prog.py"
+    held = gate(report_of(*events), budgets=(Budget("step", max_compiles=5),),
+                steady_state_after=3)
+    assert [v.status for v in verdicts(held)] == ["ok"]
+
+
+def test_a_function_matched_by_several_budgets_is_one_row_with_each_verdict():
+    result = gate(report_of(*three_shapes("train_step")), budgets=(
+        Budget("train_*", max_compiles=1), Budget("*", max_compiles=5)))
+    assert [(row.pattern, row.status) for row in result.rows] == [("train_*", "FAIL"),
+                                                                  ("*", "ok")]
+    [verdict] = verdicts(result)
+    assert verdict.status == "FAIL train_*: max_compiles, *: ok"
+    both = gate(report_of(*three_shapes("train_step")), budgets=(
+        Budget("train_*", max_compiles=5), Budget("*", max_compiles=5)))
+    assert [v.status for v in verdicts(both)] == ["ok"]
+
+
+def test_a_baseline_violation_fails_the_row_of_that_function():
+    baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"},
+                        {"prog.py:step": FunctionTotals(traces=2, compiles=2)})
+    result = evaluate([Gated("prog.py", report_of(*three_shapes()), Gates(max_compiles=5))],
+                      baseline)
+    [verdict] = verdicts(result)
+    assert verdict.status == "FAIL baseline"
+
+
+def test_the_steady_state_names_each_function_that_compiled_late():
+    events = [replace(e, call_index=i, call_of="step@prog.py:3")
+              for i, e in enumerate(three_shapes())]
+    helper = replace(events[2], function="helper", defined_at="prog.py:20")
+    violations = gate(report_of(*events[:2], helper), steady_state_after=1).violations
+    assert [(v.function, v.rule) for v in violations] == [("step", "steady_state"),
+                                                          ("helper", "steady_state")]
+    assert violations[1].message.startswith(
+        "After a warm-up of 1 call of step, helper compiled 1 more time, first during call 3")
+
+
+def test_violation_call_sites_are_relative_to_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events = [replace(e, call_site=f"{tmp_path}/prog.py:10 (<module>)",
+                      defined_at=f"{tmp_path}/prog.py:3") for e in three_shapes()]
+    [violation] = gate(report_of(*events), max_compiles=1).every_violation
+    assert violation.call_site == "prog.py:10 (<module>)"
+    assert str(tmp_path) not in violation.message

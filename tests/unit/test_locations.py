@@ -60,3 +60,34 @@ def test_node_maps_read_back():
     assert node_map(node_map_text([], "T")) is None  # no nodes: the treedef text tells apart
     assert node_map("{'x': *}") is None
     assert treedef_text("{'x': *}") == "{'x': *}"
+
+
+@pytest.fixture
+def ipython_shell():
+    """A real IPython shell (a terminal's, no kernel), removed afterwards."""
+    shell_module = pytest.importorskip("IPython.core.interactiveshell")
+    shell = shell_module.InteractiveShell.instance()
+    yield shell
+    shell_module.InteractiveShell.clear_instance()
+
+
+def test_cells_of_an_ipython_shell_are_named_as_its_tracebacks_name_them(ipython_shell,
+                                                                        tmp_path, monkeypatch):
+    """In IPython a cell's code has a file name of IPython's own (a terminal's
+    ``<ipython-input-N-...>``, a kernel's temporary file): reports, messages and the API show
+    ``In[N], line L`` wherever they show a location (issue 33)."""
+    ipython_shell.run_cell("x = 1", store_history=True)
+    ipython_shell.run_cell("def step():\n    return 2\n", store_history=True)
+    filename = ipython_shell.user_ns["step"].__code__.co_filename
+    assert filename.startswith("<ipython-input-2-")
+    assert locations.relative(f"{filename}:2 (<module>)") == "In[2], line 2 (<module>)"
+    assert locations.display(f"{filename}:1") == "In[2], line 1"
+    assert locations.relative_in(f"step ({filename}:2) compiled") == "step (In[2], line 2) compiled"
+    monkeypatch.chdir(tmp_path)
+    assert locations.relative(f"{tmp_path}/prog.py:3") == "prog.py:3"  # files stay files
+
+
+def test_outside_ipython_a_cell_like_name_is_left_as_it_is():
+    name = "<ipython-input-2-0123456789ab>:3"
+    assert locations.relative(name) == name
+    assert locations.cells("/tmp/ipykernel_12/345.py:3") == "/tmp/ipykernel_12/345.py:3"

@@ -13,9 +13,10 @@ import io
 import re
 from html.parser import HTMLParser
 
+import markdown_it
 import pytest
 from builders import f32_event, session
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from recompile_cli.analysis.hosts.divergence import compare
@@ -27,8 +28,6 @@ from recompile_cli.render import escape, render
 from recompile_cli.render import merged as merged_render
 from recompile_cli.render.ci import gate_summary
 from recompile_cli.session.model import Environment, TraceError
-
-markdown_it = pytest.importorskip("markdown_it")
 
 HOSTILE = ["\x1b[31mred\x1b[0m", "![x](http://e/i.png)", "<img src=x>", "*emph*",
            "[link](http://x)", "::error::pwned", "a\nb", "tick`name``x", "_under_",
@@ -158,14 +157,83 @@ def test_markdown_escape_keeps_plain_names_as_they_are():
         assert escape.markdown(plain) == plain
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("[]()!*_~`<>&|\\#:/.@w1-= \nab\x1b")),
-               max_size=40))
+# Every character that can start an inline or a block construct, a digit for numbered lists,
+# blanks for indented code, letters, and a control character.
+MARKDOWN_ALPHABET = list("[]()!*_~`<>&|\\#:/.@w1-=+) \t\nab\x1b")
+# What a value may render as in each place it is written: recompile-cli's own markup only.
+CONTEXTS = {"{}": ["p"], "- {}": ["ul", "li"], "text\n{}": ["p"], "### {}": ["h3"],
+            "| a |\n|---|\n| {} |": ["table", "thead", "tr", "th", "tbody", "tr", "td"]}
+BLOCKS = {"p", "ul", "ol", "li", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre",
+          "table", "thead", "tbody", "tr", "th", "td", "html"}
+
+
+class _Blocks(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in BLOCKS:
+            self.blocks.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def rendered(markdown: str) -> _Blocks:
+    """The block elements (in order) and the text of ``markdown`` as CommonMark with GitHub's
+    tables renders it."""
+    parser = _Blocks()
+    parser.feed(markdown_it.MarkdownIt("commonmark").enable("table").render(markdown))
+    return parser
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet=st.sampled_from(MARKDOWN_ALPHABET), max_size=40))
+@example("- -")  # rendered as a rule after a bullet's "- " (issue 33)
+@example("---")
+@example("=")
+@example("1) x")
+@example("    code")
+@example("> quote")
+@example("```")
+@example("+ x")
 def test_any_name_is_inert_in_markdown(name):
+    """Where a value starts a line, a bullet, a paragraph's second line, a heading or a table
+    cell, it renders as that one element holding its text, literally: no block of its own."""
     shown = escape.markdown(name)
     assert "\n" not in shown and not CONTROL.search(shown)
     assert html_tags(f"- {shown}\n\n| a |\n|---|\n| {shown} |\n") <= OUR_MARKUP
     assert "://" not in shown and "www." not in shown.lower()
+    literal = escape.controls(name).strip(" \t")
+    for context, blocks in CONTEXTS.items():
+        found = rendered(context.format(shown) + "\n")
+        if not literal and context == "{}":
+            continue  # an empty value is an empty line: nothing at all
+        if not literal and context == "- {}":
+            blocks = ["ul", "li"]
+        assert found.blocks == blocks, (context, shown, found.blocks)
+        assert literal in "".join(found.text).replace("\n", " ").strip(), (context, shown)
+
+
+def test_a_function_named_like_a_rule_renders_no_block_in_any_markdown_output():
+    """``- -`` rendered as a horizontal rule in ``check -f markdown`` and the report (issue
+    33): in every Markdown output it is text, each line the element recompile-cli made."""
+    for name in ("- -", "---", "# x", "> q", "1. x", "=", "+ y"):
+        events = [f32_event(i, name, n=n, defined_at="prog.py:3", call_site="prog.py:9 (main)")
+                  for i, n in enumerate((3, 4, 5))]
+        report = build_report(session(events, target="prog.py"))
+        violation = Violation(name, Rule.MAX_COMPILES, f"{name}: 3 compiles, budget 1")
+        rows = (BudgetRow("prog.py", name, "*", 3, 1, 3, None, 0.1, None, (violation,)),)
+        for text in (render(report, "markdown"),
+                     gate_summary(GateResult(rows=rows), markdown=True)):
+            found = rendered(text)
+            assert not {"hr", "h1", "h2", "blockquote", "ol", "pre"} & set(found.blocks), (
+                name, text)
+            bullets = sum(line.startswith(("- ", "+ ")) for line in text.splitlines())
+            assert found.blocks.count("li") == bullets, (name, text)  # recompile-cli's own
+            assert f"{name}: 3 compiles" in "".join(found.text), (name, text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -458,6 +458,17 @@ def test_static_value_and_shape_changed_together_are_both_named():
     assert s.message.endswith("Together with: shape of `x` (f32[3] -> f32[4]).")
 
 
+def test_a_change_with_advice_of_its_own_is_not_appended_to_another():
+    """The weak-type advice named "Together with: shape of `x`" where the shape has its own
+    advice (issue 33): each cause is named once, in its own suggestion."""
+    strong, weak = leaf("f32"), leaf("f32", weak=True)
+    found = suggestions(sig(lr=strong, x=leaf("f32", 32, 8)), sig(lr=weak, x=leaf("f32", 4, 8)),
+                        sig(lr=weak, x=leaf("f32", 32, 8)), sig(lr=weak, x=leaf("f32", 4, 8)))
+    assert [s.code for s in found] == ["weak_type", "shape"]
+    assert not any("Together with" in s.message for s in found)
+    assert "`x`" not in found[0].message and "`lr`" in found[0].message
+
+
 def test_static_strings_and_tuples_get_no_advice():
     assert suggestions(*SILENT["static_object"]) == []
     assert suggestions(*SILENT["static_number"]) == []

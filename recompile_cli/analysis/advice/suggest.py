@@ -11,7 +11,7 @@ Advice on a trace that raised is made here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -79,8 +79,8 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
     call) why, the ``Group``s to advise on), in one pass over the events."""
     functions: dict[tuple[str, str | None], _Function] = {}
     by_key: dict[str, _Function] = {}  # two (name, defined_at) may share a function_key
-    groups: dict[tuple[str, CauseCode, str | None], tuple[_Function, list[Event], list[Cause],
-                                                     dict[str, None]]] = {}
+    groups: dict[tuple[str, CauseCode, str | None], tuple[
+        _Function, list[Event], list[Cause], dict[tuple[CauseCode, str | None], str]]] = {}
     errors: dict[tuple[str, str | None, str], Event] = {}
     for event in events:
         if event.owner != Owner.USER or event.depth != 0:
@@ -107,17 +107,25 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
         group_key = (fn.key, cause.code, None if per_function else cause.argument)
         group = groups.get(group_key)
         if group is None:
-            group = groups[group_key] = (fn, [], [], {})  # others: texts, in order
+            group = groups[group_key] = (fn, [], [], {})  # others: (code, argument) -> text
         group[1].append(event)
         group[2].append(cause)
         for other in found[1:]:
             if other.code == cause.code and (per_function or cause.code == CauseCode.SHAPE):
                 continue  # advised together, or the same axis: named already
-            group[3].setdefault(_change_text(other))
+            group[3].setdefault((other.code, other.argument), _change_text(other))
     return errors, [
         Group(group_events[0].function, fn.key, code, argument, group_events, group_causes,
-              fn.table, fn.traces, list(others), (calls or {}).get(fn.key))
+              fn.table, fn.traces, _unadvised(others, fn.key, groups), (calls or {}).get(fn.key))
         for (_, code, argument), (fn, group_events, group_causes, others) in groups.items()]
+
+
+def _unadvised(others: dict[tuple[CauseCode, str | None], str], key: str,
+               groups: Mapping[tuple[str, CauseCode, str | None], object]) -> list[str]:
+    """The texts of the other changes of a group's events that no group of the same function
+    is about: a change with advice of its own is named there, not appended here."""
+    return [text for (code, argument), text in others.items()
+            if (key, code, argument) not in groups and (key, code, None) not in groups]
 
 
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
