@@ -43,13 +43,14 @@ def worker(args: argparse.Namespace) -> None:
     from guard import paired_ratios
     from overhead import cached_call_seconds
 
+    from recompile_cli.analysis.hosts import mismatch
+    from recompile_cli.capture.host_check import HostCheck
     from recompile_cli.capture.recorder import Recorder
-    from recompile_cli.guards.hosts import host_check
 
     spent: list[float] = []  # seconds in the check, per checked compile
 
     def recorded(on: bool, measure):
-        check = host_check(60.0) if on else None
+        check = HostCheck(60.0, mismatch.mismatch, mismatch.missing) if on else None
 
         def timed(event):
             start = time.perf_counter()
