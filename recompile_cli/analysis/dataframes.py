@@ -11,7 +11,13 @@ from dataclasses import fields
 
 import pandas as pd
 
-from recompile_cli.analysis.report import CAUSE_COLUMNS, FUNCTION_COLUMNS, Report, event_kind
+from recompile_cli.analysis.report import (
+    CAUSE_COLUMNS,
+    FUNCTION_COLUMNS,
+    Report,
+    event_kind,
+    package_of,
+)
 from recompile_cli.analysis.slow_calls import SlowGroup
 
 EVENT_COLUMNS = ["seq", "function", "defined_at", "owner", "call_site", "call_index", "depth",
@@ -57,6 +63,19 @@ def slow_calls_frame(report: Report) -> pd.DataFrame:
                          columns=SLOW_CALL_COLUMNS)
     frame["process"] = frame["process"].astype("Int64")
     return frame
+
+
+EAGER_LINE_COLUMNS = ["line", "operation", "package", "compiles", "again", "seconds",
+                      "again_seconds", "change", "cause", "host_callback", "storm"]
+
+
+def eager_lines_frame(report: Report) -> pd.DataFrame:
+    """One row per operation compiled at a line of yours (EAGER_LINE_COLUMNS), the most costly
+    line first (``analysis.eager_lines``)."""
+    rows = [[line.line, op.name, package_of(op.owner, op.defined_at), op.compiles, op.again,
+             op.seconds, op.again_seconds, op.change, op.code, line.host_callback, line.storm]
+            for line in report.eager_lines.lines for op in line.ops]
+    return pd.DataFrame(rows, columns=EAGER_LINE_COLUMNS)
 
 
 def causes_frame(report: Report) -> pd.DataFrame:

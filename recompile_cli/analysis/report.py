@@ -17,10 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
-from recompile_cli.analysis.advice.suggest import Suggestion, suggest
+from recompile_cli.analysis.advice import eager as eager_advice
+from recompile_cli.analysis.advice.suggest import Suggestion, SuggestionCode, suggest
 from recompile_cli.analysis.cache_outcomes import outcomes as cache_outcomes
 from recompile_cli.analysis.cause import Cause
 from recompile_cli.analysis.causes import public_only
+from recompile_cli.analysis.eager_lines import EagerReport, analyse_eager_lines
 from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
 from recompile_cli.session.locations import path_of
@@ -154,6 +156,7 @@ class Report:
     totals: Totals
     suggestions: tuple[Suggestion, ...]
     slow_calls: SlowCallReport = field(default_factory=SlowCallReport)
+    eager_lines: EagerReport = field(default_factory=EagerReport)  # code not yours, by line
 
     def primary(self, event: Event) -> Cause:
         return self.causes[event.seq][0]
@@ -185,10 +188,26 @@ def build_report(session: Session) -> Report:
     if session.environment.hook_mode == HookMode.PUBLIC_ONLY:
         causes = public_only(causes)
     slow = analyse_slow_calls(session)
+    eager = analyse_eager_lines(session, causes)
+    totals = _totals(session, causes)
     return Report(session, causes, _functions(session, causes),
-                  _cause_table(session, causes, slow), _totals(session, causes),
-                  tuple(suggest(session.events, causes, session.calls, session.target_exception)),
-                  slow)
+                  _cause_table(session, causes, slow), totals,
+                  (*suggest(session.events, causes, session.calls, session.target_exception),
+                   *_eager_suggestions(eager, totals.compile_seconds)),
+                  slow, eager)
+
+
+def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Suggestion]:
+    """One suggestion per line of yours whose compiles of code not yours have a fix."""
+    out = []
+    for line in eager.lines:
+        fix = eager_advice.fix(line, compile_seconds)
+        if fix is not None:
+            out.append(Suggestion(
+                line.line, SuggestionCode.EAGER_COMPILES,
+                f"{eager_advice.why(line)}. Fix: {fix}.",
+                predicted_compiles=line.compiles - line.again if line.storm else None))
+    return out
 
 
 def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:

@@ -170,9 +170,12 @@ def wrapper_dir(fun: Any, defined_at: str | None) -> str | None:
 
 def applied_by_its_package(obj: Any) -> bool:
     """Whether the jitted object's own module exports it only wrapped (``@jax.jit`` or a
-    library's jit decorator applied where it is defined): ``jnp.sin``'s plain function, not
-    ``jnp.sin`` itself, nor a closure or a bound method that the caller jitted. Answered once
-    per object (JAX's functions traced inside a user's function ask again and again)."""
+    library's jit decorator applied where it is defined, or a wrapper object made of it, such
+    as the ``ufunc`` that ``jnp.negative`` is): ``jnp.sin``'s plain function, not ``jnp.sin``
+    itself, nor a closure or a bound method that the caller jitted. Whoever jitted an object
+    that its module replaced with something else under its own name had it before the module
+    did: its package. Answered once per object (JAX's functions traced inside a user's
+    function ask again and again)."""
     if inspect.ismethod(obj):
         obj = obj.__func__
     try:
@@ -199,7 +202,7 @@ def _applied(obj: Any) -> bool:
         if isinstance(found, (staticmethod, classmethod)):
             found = found.__func__
     if found is not None and found is not obj:
-        return _wraps(found, obj)
+        return True  # exported wrapped: by ``__wrapped__`` or inside an object (a ufunc)
     # exported under another name (``update = jax.jit(_update)``)
     return any(value is not obj and _wraps(value, obj) for value in list(vars(module).values())
                if callable(value) and not isinstance(value, (type, types.ModuleType)))

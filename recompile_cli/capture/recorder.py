@@ -26,7 +26,7 @@ import msgspec
 from recompile_cli.capture import forks, origins, process, raised, stack
 from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
-from recompile_cli.capture.jax import hooks, listeners, refusals, slow_calls
+from recompile_cli.capture.jax import callbacks, hooks, listeners, refusals, slow_calls
 from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.slow_groups import SlowCallLog
 from recompile_cli.capture.stack import exception_summary
@@ -536,12 +536,17 @@ class Recorder:
 
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
              owner: Owner | None = None) -> Draft:
+        owner = owner or self._functions.owner(name, defined_at)
+        user = stack.user_frame(sys._getframe(2))
+        call_site = stack.site(user) or self._call_label
+        # JAX's or a library's miss made by the user's line: inside a host callback?
+        around = (callbacks.host_callback_around(user)
+                  if user is not None and owner != Owner.USER and depth == 0 else None)
         draft = Draft(Event(
-            seq=0, function=name, defined_at=defined_at,
-            owner=owner or self._functions.owner(name, defined_at),
-            call_site=stack.user_call_site(skip=2) or self._call_label,
+            seq=0, function=name, defined_at=defined_at, owner=owner, call_site=call_site,
             call_index=self._call_index, depth=depth, traced=False, compiled=False,
-            start_seconds=time.perf_counter() - seconds - self._t0, call_of=self._call_of))
+            start_seconds=time.perf_counter() - seconds - self._t0, call_of=self._call_of,
+            host_callback=around))
         with self._lock:
             draft.id = len(self._drafts)
             self._drafts.append(draft)

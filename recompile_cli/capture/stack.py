@@ -80,10 +80,21 @@ def user_call_site(skip: int = 1) -> str | None:
 
 def call_site_of(frame: types.FrameType | None) -> str | None:
     """``file:line (function)`` of the innermost user frame from ``frame`` outwards."""
+    return site(user_frame(frame))
+
+
+def site(frame: types.FrameType | None) -> str | None:
+    """``file:line (function)`` of ``frame`` itself."""
+    if frame is None:
+        return None
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+
+
+def user_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame of the user's code from ``frame`` outwards (the line that pays)."""
     while frame is not None:
-        code = frame.f_code
-        if is_user_file(code.co_filename):
-            return f"{code.co_filename}:{frame.f_lineno} ({code.co_name})"
+        if is_user_file(frame.f_code.co_filename):
+            return frame
         frame = frame.f_back
     return None
 

@@ -41,6 +41,7 @@ from recompile_cli.cli.options_cli import (
     MaxArrayOption,
     MaxCallsOption,
     MaxCompilesOption,
+    MaxEagerCompilesOption,
     MaxSlowCallsOption,
     OutputOption,
     QuietOption,
@@ -85,6 +86,7 @@ def profile(
     timeout: TimeoutOption = None,
     after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
     max_slow_calls: MaxSlowCallsOption = None,
+    max_eager_compiles: MaxEagerCompilesOption = None,
 ) -> None:
     """Call TARGET as the spec says, in a process of its own under the recorder, and report
     every trace and compile."""
@@ -94,7 +96,8 @@ def profile(
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log,
                                  after_warmup=after_warmup is not None,
-                                 max_slow_calls=max_slow_calls)
+                                 max_slow_calls=max_slow_calls,
+                                 max_eager_compiles=max_eager_compiles)
         plan = options_cli.warmup_plan(after_warmup, warmup_parallel)
         spec = spec_of(args, max_array_bytes, max_calls)
         job = Job(kind="profile", target=target, spec=spec.path or None,
@@ -137,6 +140,7 @@ def run(
     quiet: QuietOption = False, timeout: TimeoutOption = None,
     after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
     max_slow_calls: MaxSlowCallsOption = None,
+    max_eager_compiles: MaxEagerCompilesOption = None,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...`, in a process of its own under the recorder,
     and report every trace and compile it caused.
@@ -150,7 +154,7 @@ def run(
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
                                  baseline, save_baseline, junit_xml, events_log,
                                  fail_on_compile_regression, after_warmup is not None,
-                                 allow_unrecorded, max_slow_calls)
+                                 allow_unrecorded, max_slow_calls, max_eager_compiles)
         job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
                   hook_mode=hook_mode.value, count_calls=count_calls,
                   host_timeout=_host_timeout(check_hosts, host_timeout),
@@ -196,6 +200,7 @@ def check(
     quiet: QuietOption = False, timeout: TimeoutOption = None,
     allow_unrecorded: AllowUnrecordedOption = False,
     max_slow_calls: MaxSlowCallsOption = None,
+    max_eager_compiles: MaxEagerCompilesOption = None,
 ) -> None:
     """Run every target of the budget file, each in a process of its own, and fail (exit 1)
     when a budget is broken."""
@@ -217,7 +222,8 @@ def check(
         runs, interrupted = run_checks(budgets, hook_mode, quiet=quiet,
                                        timeout=options_cli.run_timeout(timeout),
                                        allow_unrecorded=allow_unrecorded,
-                                       max_slow_calls=max_slow_calls)
+                                       max_slow_calls=max_slow_calls,
+                                       max_eager_compiles=max_eager_compiles)
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",

@@ -30,12 +30,14 @@ from recompile_cli.session.model import FunctionKey, HookMode
 
 def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
                quiet: bool = False, timeout: float | None = None,
-               allow_unrecorded: bool = False, max_slow_calls: int | None = None
+               allow_unrecorded: bool = False, max_slow_calls: int | None = None,
+               max_eager_compiles: int | None = None
                ) -> tuple[list[Gated], ExitCode | None]:
     """Run the targets in order; returns each run with its gates (``allow_unrecorded``:
     ``--allow-unrecorded``; ``max_slow_calls``: a limit on every user function of every
-    target), and the exit code of an interruption (130/143) that stopped the check early, if
-    any. ``timeout`` applies to each target."""
+    target; ``max_eager_compiles``: on every line of yours of every target), and the exit code
+    of an interruption (130/143) that stopped the check early, if any. ``timeout`` applies to
+    each target."""
     runs: list[Gated] = []
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec, or plan
@@ -51,7 +53,8 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
                           steady_state_of=steady_of, after_warmup=plan is not None,
-                          allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls)
+                          allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls,
+                          max_eager_compiles=max_eager_compiles)
             runs.append(Gated(target.label, report, gates, outcome.failure))
             if outcome.interrupted:
                 return runs, ExitCode(outcome.interrupted)

@@ -48,7 +48,8 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
              max_compiles: int | None, fail_on: str | None, baseline: Path | None,
              save_baseline: Path | None, junit: Path | None, events_log: Path | None,
              compile_regression: float | None = None, after_warmup: bool = False,
-             allow_unrecorded: bool = False, max_slow_calls: int | None = None) -> Request:
+             allow_unrecorded: bool = False, max_slow_calls: int | None = None,
+             max_eager_compiles: int | None = None) -> Request:
     """Resolve every path against the starting folder and validate every option."""
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gates
@@ -64,7 +65,8 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
     loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
     gates = Gates(max_compiles=max_compiles, fail_on=cause_codes(fail_on),
                   list_all=junit is not None, after_warmup=after_warmup,
-                  allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls)
+                  allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls,
+                  max_eager_compiles=max_eager_compiles)
     return Request(files, gates, loaded, output.absolute(baseline),
                    output.absolute(save_baseline), output.absolute(junit),
                    output.for_process(output.absolute(events_log), None), compile_regression,

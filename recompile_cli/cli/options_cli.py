@@ -67,6 +67,10 @@ MaxSlowCallsOption = Annotated[int | None, typer.Option(
     "--max-slow-calls", min=0, metavar="N",
     help="Gate: exit 1 if any of your functions makes more than N slow calls (calls JAX runs "
     "through its Python dispatch without compiling); fails where they cannot be seen.")]
+MaxEagerCompilesOption = Annotated[int | None, typer.Option(
+    "--max-eager-compiles", min=0, max=ranges.MAX_COUNT, metavar="N",
+    help="Gate: exit 1 if code not yours (eager operations such as x[mask] outside jit, "
+    "libraries' jitted functions) compiles more than N times at any one line of yours.")]
 FailOnOption = Annotated[str | None, typer.Option(
     "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
     "new_function,weak_type.")]

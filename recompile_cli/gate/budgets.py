@@ -26,7 +26,7 @@ from recompile_cli.session.model import CauseCode
 DEFAULT_FILE = "recompile-budget.yaml"
 DEFAULT_TOLERANCE = 0.5
 _LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
-           "max_equations", "allow_unrecorded", "max_slow_calls")
+           "max_equations", "allow_unrecorded", "max_slow_calls", "max_eager_compiles")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
                 "static_argnames", "static_argnums", "no_jit", "after_warmup")
 
@@ -45,6 +45,9 @@ class Budget:
     # a limit with no recorded value to check warns instead of failing (``gate.evaluate``)
     allow_unrecorded: bool = False
     max_slow_calls: int | None = None  # calls run through JAX's Python dispatch (slow calls)
+    # compiles of code not yours at any one line of yours inside a function matching the
+    # pattern (eager operations, a library's jitted functions: ``analysis.eager_lines``)
+    max_eager_compiles: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +184,8 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     if not isinstance(raw, dict) or not raw:
         raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
     only_keys(raw, _LIMITS, where)
-    for key in ("max_compiles", "max_traces", "max_equations", "max_slow_calls"):
+    for key in ("max_compiles", "max_traces", "max_equations", "max_slow_calls",
+                "max_eager_compiles"):
         value = raw.get(key)
         if value is not None and (problem := ranges.count_problem(value)):
             raise Invalid((*where, key), problem)
@@ -210,4 +214,4 @@ def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
                   None if seconds is None else float(seconds),
                   float(raw.get("tolerance", DEFAULT_TOLERANCE)), causes, raw.get("max_equations"),
-                  allow_unrecorded, raw.get("max_slow_calls"))
+                  allow_unrecorded, raw.get("max_slow_calls"), raw.get("max_eager_compiles"))

@@ -159,6 +159,8 @@ class Gates:
         allow_unrecorded: a limit with no recorded value to check warns instead of failing
             (``--allow-unrecorded``; a budget's own ``allow_unrecorded`` does it for its limits).
         max_slow_calls: ``--max-slow-calls``: a limit on the slow calls of every user function.
+        max_eager_compiles: ``--max-eager-compiles``: a limit on the compiles of code not
+            yours (eager operations, libraries' jitted functions) at any one line of yours.
     """
 
     budgets: tuple[Budget, ...] = ()
@@ -171,12 +173,14 @@ class Gates:
     after_warmup: bool = False
     allow_unrecorded: bool = False
     max_slow_calls: int | None = None
+    max_eager_compiles: int | None = None
 
     @property
     def any(self) -> bool:
         return bool(self.budgets or self.max_compiles is not None or self.fail_on
                     or self.steady_state_after is not None or self.list_all
-                    or self.after_warmup or self.max_slow_calls is not None)
+                    or self.after_warmup or self.max_slow_calls is not None
+                    or self.max_eager_compiles is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +257,13 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
                 or gates.list_all):
             budgets.append((Budget("*", max_compiles=gates.max_compiles,
                                    max_slow_calls=gates.max_slow_calls), (Owner.USER,)))
+        if gates.max_eager_compiles is not None:  # on lines, not functions: no rows
+            found.violations += _on(run.label, check_eager_lines(
+                run.report, "*", gates.max_eager_compiles))
         for budget, owners in budgets:
+            if budget.max_eager_compiles is not None:
+                found.violations += _on(run.label, check_eager_lines(
+                    run.report, budget.pattern, budget.max_eager_compiles))
             rows = check_budget(run.report, run.label, budget, owners, gates.allow_unrecorded)
             found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
             found.warnings += [text for row in rows for text in row.unrecorded_warnings]
@@ -357,6 +367,22 @@ def check_budget(report: Report, target: str, budget: Budget,
                               slow_calls=sum(g.calls for g in groups) if observable else None,
                               max_slow_calls=budget.max_slow_calls, defined_at=defined_at))
     return rows
+
+
+def check_eager_lines(report: Report, pattern: str, limit: int) -> Iterable[Violation]:
+    """Each line of yours, inside a function whose name matches ``pattern``, where code not
+    yours compiled more than ``limit`` times: its operations, what changed, and its fix."""
+    for line in report.eager_lines.lines:
+        where = locations.parse(line.line)
+        function = (where.function if where is not None else None) or "<module>"
+        if line.compiles <= limit or not fnmatch.fnmatchcase(function, pattern):
+            continue
+        shown = locations.relative(line.line)
+        fix = next((s.message for s in report.suggestions if s.function == line.line), None)
+        yield Violation(function, Rule.MAX_EAGER_COMPILES, (
+            f"{shown}: {counted(line.compiles, 'compile')} of code not yours at this line "
+            f"({line.seconds:.3f} s; {line.again} again for new inputs), budget {limit}"
+            + (f": {fix}" if fix else "")), shown)
 
 
 def _slow_groups_by_function(report: Report) -> dict[str, list[SlowGroup]]:

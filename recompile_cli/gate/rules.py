@@ -27,6 +27,7 @@ class Rule(StrEnum):
     NOT_RECORDED = "not_recorded"
     AFTER_WARMUP = "after_warmup"  # a compile after the warm-up plan (--after-warmup)
     MAX_SLOW_CALLS = "max_slow_calls"  # calls run through JAX's Python dispatch (slow calls)
+    MAX_EAGER_COMPILES = "max_eager_compiles"  # code not yours compiled at one line of yours
 
 
 # the end of every NOT_RECORDED message: how to let such a limit pass

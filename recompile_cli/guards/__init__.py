@@ -66,6 +66,7 @@ from types import TracebackType
 from typing import Any
 
 from recompile_cli import options
+from recompile_cli.capture import stack
 from recompile_cli.capture.host_check import HostsDiverged
 from recompile_cli.exits import ExitCode
 from recompile_cli.guards import config as guard_config
@@ -81,7 +82,7 @@ from recompile_cli.guards.errors import (
     UnmatchedBudgetWarning,
     inert,
 )
-from recompile_cli.guards.watch import Watch, arm, disarm, innermost_user_frame
+from recompile_cli.guards.watch import Watch, arm, disarm
 from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
@@ -256,7 +257,7 @@ def _warn(warning: RecompileWarning, user_frame: types.FrameType | None) -> None
 
 
 def _outer_user_frame() -> types.FrameType | None:
-    return innermost_user_frame(sys._getframe(1))
+    return stack.user_frame(sys._getframe(1))
 
 
 def _stacklevel(user_frame: types.FrameType | None) -> int:

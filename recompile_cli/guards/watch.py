@@ -85,7 +85,7 @@ class Watch:
     def __call__(self, event: Event) -> None:
         if self.hosts is not None:
             self.hosts(event)  # raises HostsDiverged from the call, before any limit
-        user_frame = innermost_user_frame(sys._getframe(1))
+        user_frame = stack.user_frame(sys._getframe(1))
         pending, self.pending_blind = self.pending_blind, None
         if pending is not None:
             self.blind(pending, user_frame)
@@ -104,7 +104,7 @@ class Watch:
         except Exception:  # never turn a bug of ours into the user's error
             return
         if violation is not None:
-            self.act(violation, innermost_user_frame(sys._getframe(1)))
+            self.act(violation, stack.user_frame(sys._getframe(1)))
 
     def _check_slow(self, group: SlowCalls) -> GuardViolation | None:
         limit = self.config.slow_limit_of(group.function, group.owner)
@@ -147,7 +147,7 @@ class Watch:
     def notice_at_trace(self) -> None:
         if self.pending_blind is None and not self.listening():
             self.restore_listeners()
-            frame = innermost_user_frame(sys._getframe(1))
+            frame = stack.user_frame(sys._getframe(1))
             self.pending_blind = (
                 "recompile-cli guard: the guard's jax.monitoring listeners were removed by the "
                 "program (noticed at the next trace" + _at(frame) + "); the guard put them back: "
@@ -294,7 +294,7 @@ def _clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
     """JAX's ``clear_event_listeners``, then every installed guard puts its listeners back
     and says so (under ``on="raise"``, ``GuardBlinded`` out of this call)."""
     result = _ORIGINAL_CLEAR[0](*args, **kwargs) if _ORIGINAL_CLEAR else None
-    frame = innermost_user_frame(sys._getframe(1))
+    frame = stack.user_frame(sys._getframe(1))
     with _ACTIVE_LOCK:
         watches = list(_ACTIVE)
     for watch in watches:
@@ -331,10 +331,3 @@ def _event_of(events: Sequence[Event], compiled: Event) -> Event:
     return [e for e in events if e.compiled][-1]
 
 
-def innermost_user_frame(frame: types.FrameType | None) -> types.FrameType | None:
-    """The innermost frame of the user's code on the stack (the call that compiled)."""
-    while frame is not None:
-        if stack.is_user_file(frame.f_code.co_filename):
-            return frame
-        frame = frame.f_back
-    return None

@@ -1,5 +1,5 @@
 """CSV: the events table, or ``functions.csv``, ``events.csv``, ``causes.csv``,
-``compile_cost.csv`` and ``slow_calls.csv``, written from the DataFrames of
+``compile_cost.csv``, ``slow_calls.csv`` and ``eager_lines.csv``, written from the DataFrames of
 ``analysis.dataframes`` (so the CSV files and ``to_pandas()`` agree).
 
 Every file has a header row; ``pandas.read_csv`` reads them back. In ``functions.csv`` the
@@ -15,6 +15,7 @@ import pandas as pd
 from recompile_cli.analysis.dataframes import (
     causes_frame,
     cost_lines_frame,
+    eager_lines_frame,
     events_frame,
     functions_frame,
     slow_calls_frame,
@@ -37,7 +38,8 @@ def render_files(report: Report) -> dict[str, str]:
             "events.csv": render(report),
             "causes.csv": _csv(causes_frame(report)),
             "compile_cost.csv": _csv(cost_lines_frame(report)),
-            "slow_calls.csv": _csv(slow_calls_frame(report))}
+            "slow_calls.csv": _csv(slow_calls_frame(report)),
+            "eager_lines.csv": _csv(eager_lines_frame(report))}
 
 
 def _csv(frame: pd.DataFrame) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report, Tally
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import verdict
+from recompile_cli.render.eager_lines import storm_lines
 from recompile_cli.session.model import CauseCode, HookMode, Owner, function_key
 
 LISTED = 5  # functions of yours with a line of their own; the rest are summed up in one
@@ -34,12 +35,13 @@ class Headline:
     overall: str
     mode: str | None = None  # public-only: what the report cannot tell, said before anything
     slow: str | None = None  # your slow calls, or that they could not be seen
+    storms: tuple[str, ...] = ()  # lines of yours where code not yours compiles again and again
 
     @property
     def lines(self) -> list[str]:
         return [*([self.mode] if self.mode else []), *self.functions,
                 *([self.yours] if self.yours else []), *([self.slow] if self.slow else []),
-                *([self.others] if self.others else []), self.overall]
+                *self.storms, *([self.others] if self.others else []), self.overall]
 
 
 def headline(report: Report) -> Headline:
@@ -60,7 +62,8 @@ def headline(report: Report) -> Headline:
     user = report.totals.by_owner.get(Owner.USER)
     yours = _yours(user) if user is not None and len(busy) > 1 else None
     return Headline(functions, yours, _others(report.functions), _overall(report),
-                    public_only_note(report), verdict(report.slow_calls))
+                    public_only_note(report), verdict(report.slow_calls),
+                    tuple(storm_lines(report.eager_lines)))
 
 
 def public_only_note(report: Report) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render import compile_cost, slow_calls, warmup_coverage
+from recompile_cli.render import compile_cost, eager_lines, slow_calls, warmup_coverage
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 
@@ -51,6 +51,7 @@ def _fields(report: Report, events: list[msgspec.Raw]) -> dict[str, Any]:
     fields.update((name, value) for name, value in saved.items() if name not in fields)
     fields["compile_cost"] = compile_cost.json_section(report)  # added in 0.3: after the rest
     fields["slow_calls"] = slow_calls.json_section(report)  # added in 0.4
+    fields["eager_lines"] = eager_lines.json_section(report)  # added in 0.5
     section = warmup_coverage.json_section(report)
     if section is not None:  # a run after a warm-up plan
         fields["warmup_coverage"] = section

@@ -20,6 +20,7 @@ from recompile_cli.analysis.shorten import counted
 from recompile_cli.render import (
     cache_keys,
     compile_cost,
+    eager_lines,
     escape,
     fit,
     slow_calls,
@@ -75,6 +76,9 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
     lines += slow_calls.text_section(
         report, show_all, style.heading, style.bullet, style.text, style.prose,
         lambda table: _table(table, style, fits), lambda text: _prose(text, fits))
+    lines += eager_lines.text_section(report, show_all, style.heading, style.text,
+                                      lambda table: _table(table, style, fits),
+                                      lambda text: _prose(text, fits))
     lines += ["", *_functions(report, show_all, style, fits)]
     lines += compile_cost.text_section(
         report, style.heading, style.bullet, style.text, style.prose,
@@ -82,7 +86,8 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
     lines += _events(report, show_all, style, fits)
     if report.suggestions:
         lines += ["", style.heading.format("Suggestions")]
-        lines += _prose([f"{style.bullet}{show(s.function)}: {style.prose(relative_in(s.message))}"
+        lines += _prose([f"{style.bullet}{show(relative_in(s.function))}: "
+                         f"{style.prose(relative_in(s.message))}"
                          for s in report.suggestions], fits)
     if session.target_exception:
         lines += ["", *_prose([f"The target raised: {show(relative_in(session.target_exception))}"],

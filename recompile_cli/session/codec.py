@@ -69,6 +69,7 @@ def text(value: Any) -> str:
 # them out, as release 0.1.0 wrote it (their absence says "one process").
 _UNSET_PROCESS = b',"process":null}'
 _UNSET_REPLAY = b',"replay":null}'  # before ``process``: an event without a replay omits it
+_UNSET_CALLBACK = b',"host_callback":null}'  # before ``process``: left out where unset
 _UNSET_HOST = b',"process_index":null,"process_count":null,"host":null}'
 
 
@@ -77,8 +78,10 @@ def _trimmed(data: bytes, unset: bytes) -> bytes:
 
 
 def encode_event(event: Event) -> bytes:
-    """One event as compact JSON, without ``process`` and ``replay`` when they are not set."""
-    return _trimmed(_trimmed(_ENCODER.encode(event), _UNSET_PROCESS), _UNSET_REPLAY)
+    """One event as compact JSON, without ``process``, ``host_callback`` and ``replay`` when
+    they are not set."""
+    data = _trimmed(_trimmed(_ENCODER.encode(event), _UNSET_PROCESS), _UNSET_CALLBACK)
+    return _trimmed(data, _UNSET_REPLAY)
 
 
 def plain(value: Any) -> Any:

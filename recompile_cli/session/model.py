@@ -372,6 +372,9 @@ class Event:
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
     flatten: FlattenCost | None = None  # what each call of this signature flattens (traces)
+    # JAX's or a library's top-level miss made by user code that runs inside a host callback:
+    # that callback's API (``jax.debug.callback``), where the stack told (private hooks only)
+    host_callback: str | None = None
     process: int | None = None  # merged sessions only: the jax.distributed process index
 
     def stages(self) -> list[tuple[str, float, float]]:

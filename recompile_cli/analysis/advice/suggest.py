@@ -29,6 +29,7 @@ class SuggestionCode(StrEnum):
     TRACE_ERROR = "trace_error"  # a trace raised, e.g. a concretization error
     UNHASHABLE_STATIC = "unhashable_static"  # JAX refused a static argument it cannot hash
     REFUSED_CALL = "refused_call"  # JAX refused a call of the function: a static argument
+    EAGER_COMPILES = "eager_compiles"  # code not yours compiled again and again at a line
 
 
 _CONCRETIZATION = ("ConcretizationTypeError", "TracerBoolConversionError",

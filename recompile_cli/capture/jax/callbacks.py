@@ -11,11 +11,15 @@ afresh each time, never baked into the trace (``capture.stale`` leaves it out).
 ``scan`` and ``while`` bodies, nested jits) and returns the code objects of those functions.
 Duck-typed: nothing here imports ``jax._src``, and anything unexpected finds nothing. Runs on
 cache misses only, and only for a traced function that reads simple globals or closure values.
+
+``host_callback_around`` tells, from the stack, whether the user's code that made an eager
+compile runs inside such a callback (its advice then is NumPy, which compiles nothing).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -92,4 +96,32 @@ def _code_of(callback: Any, depth: int) -> set[types.CodeType]:
     for item in inner:
         if item is not None and item is not callback:
             found |= _code_of(item, depth - 1)
+    return found
+
+
+# The JAX functions that call a host callback's Python function, by the API the user called
+# (their names on JAX 0.10.2 and 0.12.0, in jax/_src/debugging.py and jax/_src/callback.py).
+_HOST_CALLBACK_FRAMES = {"debug_callback_impl": "jax.debug.callback",
+                         "pure_callback_impl": "jax.pure_callback",
+                         "io_callback_impl": "io_callback"}
+_CALLBACK_FILES = ("debugging.py", "callback.py")  # a frame there names an unknown API
+_JAX_SOURCE = f"{os.sep}jax{os.sep}_src{os.sep}"
+_MAX_FRAMES = 256  # frames walked outwards at most
+
+
+def host_callback_around(frame: types.FrameType | None) -> str | None:
+    """The host callback API (``jax.debug.callback``, ``jax.pure_callback``, ``io_callback``)
+    whose call runs the code of ``frame`` (a frame of the user's), from the frames outside it;
+    ``"a host callback"`` where JAX's frames say so by file only; ``None`` outside any."""
+    found = None
+    depth = 0
+    while frame is not None and depth < _MAX_FRAMES:
+        path = frame.f_code.co_filename
+        if _JAX_SOURCE in path:
+            name = _HOST_CALLBACK_FRAMES.get(frame.f_code.co_name)
+            if name is not None:
+                return name
+            if found is None and os.path.basename(path) in _CALLBACK_FILES:
+                found = "a host callback"
+        frame, depth = frame.f_back, depth + 1
     return found

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
 from recompile_cli.analysis.sweeps import sweeps
-from recompile_cli.render import compile_cost, merged, slow_calls
+from recompile_cli.render import compile_cost, eager_lines, merged, slow_calls
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
@@ -128,13 +128,15 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
         '<ul class="headline">' + "".join(
             f"<li>{escape(line)}</li>" for line in [
                 *top.functions, *([top.yours] if top.yours else []),
-                *([top.slow] if top.slow else [])]) + "</ul>",
+                *([top.slow] if top.slow else []), *top.storms]) + "</ul>",
         f'<p class="env">{escape(top.others + "; " if top.others else "")}'
         f"{escape(top.overall)}</p>",
     ]
     sections += _fix_first(report, violations, escape, prose)
     sections += slow_calls.html_section(report, show_all, escape, prose,
                                         lambda table, name: _table(table, name, escape))
+    sections += eager_lines.html_section(report, show_all, escape,
+                                         lambda table, name: _table(table, name, escape))
     sections += merged.html_sections(session, escape)  # a merged session: per process
     sections += _pictures(report)
     sections.append(_folded("Timeline", timeline(report, show_all), None, "timeline-section"))

@@ -1,0 +1,71 @@
+"""What to do about compiles of code not yours at a line of yours (``analysis.eager_lines``):
+why the line compiles, in words, and its fix, by what its operations did and where the line
+ran.
+
+* A *storm* (an operation compiling again for new inputs): inside a host callback, convert the
+  callback's arguments to NumPy first (NumPy compiles nothing); elsewhere, give the operation
+  fixed shapes (``jnp.where`` with a fixed size, ``size=`` on ``jnp.nonzero``, padding to a few
+  sizes) or move it into a jitted function of yours, where it is traced once per shape of that
+  function's arguments instead of compiled per value.
+* A line that compiles many operations once each (a model built op by op, its initialisers):
+  a one-time cost; build it under ``jax.jit`` (``nnx.jit``, ``jax.jit(model.init)``) or accept
+  it. Advised only when it is a large share of the run's compile time.
+"""
+
+from __future__ import annotations
+
+from recompile_cli.analysis.eager_lines import EagerLine, LineOp
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.session.model import CauseCode
+
+ONE_TIME_SHARE = 0.25  # a one-time line is advised from this share of all compile seconds on
+ONE_TIME_SECONDS = 0.5  # ... and this many seconds
+
+
+def why(line: EagerLine) -> str:
+    """``gather compiled 17 times here for new inputs (shape at args[1]: i32[3,1] ->
+    i32[5,1])``, or ``8 operations compiled once each (a one-time cost)``."""
+    op = line.worst
+    if line.storm:
+        text = (f"{_name(op)} compiled {counted(op.compiles, 'time')} here, "
+                f"{op.again} of them for new inputs")
+        if op.change:
+            text += f" (last: {op.change})"
+        if op.code == CauseCode.SHAPE:
+            text += ("; a shape that depends on the values (boolean-mask indexing `x[mask]`, "
+                     "`jnp.nonzero` or `jnp.unique` without `size=`) makes a new one each call")
+        return text
+    return (f"{counted(len(line.ops), 'operation')} compiled here "
+            f"({counted(line.compiles, 'compile')}), {_names(line.ops)}: a one-time cost "
+            "unless the line runs again with new inputs")
+
+
+def fix(line: EagerLine, compile_seconds: float) -> str | None:
+    """The fix for the line, or ``None`` where none is worth its change (``compile_seconds``:
+    the run's, for the one-time rule)."""
+    if line.storm:
+        saved = line.again
+        if line.host_callback is not None:
+            return (f"it runs inside `{line.host_callback}`: convert the callback's arguments to "
+                    "NumPy at its top (`x = np.asarray(x)`); NumPy operations compile nothing "
+                    f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
+        return ("give the operation fixed shapes: `jnp.where(mask, x, 0)` instead of `x[mask]`, "
+                "`jnp.nonzero(mask, size=N)`, or padding to a few sizes; or move the line into "
+                "a jitted function of yours, or into NumPy where it works on host data "
+                f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
+    if (line.seconds >= ONE_TIME_SECONDS
+            and line.seconds >= ONE_TIME_SHARE * compile_seconds):
+        return ("its operations run one by one, each compiled on its first use: build it under "
+                "`jax.jit` (for Flax NNX, `nnx.jit` of a function that makes the model; "
+                "`jax.jit(model.init)` for Linen) to compile it as one program, or accept the "
+                "one-time cost")
+    return None
+
+
+def _name(op: LineOp) -> str:
+    return f"`{op.name}`"
+
+
+def _names(ops: tuple[LineOp, ...], shown: int = 3) -> str:
+    names = ", ".join(_name(op) for op in ops[:shown])
+    return names + (f" and {len(ops) - shown} more" if len(ops) > shown else "")
