@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from recompile_cli.analysis.compile_cost import largest_program, top_line_text
+from recompile_cli.analysis.eager_lines import EagerLine
 from recompile_cli.analysis.messages import advice, causes_text, describe
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
@@ -267,7 +268,9 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             rows = check_budget(run.report, run.label, budget, owners, gates.allow_unrecorded)
             found.rows += [dataclasses.replace(row, target_error=run.failure) for row in rows]
             found.warnings += [text for row in rows for text in row.unrecorded_warnings]
-            if not rows and budget.pattern != "*":
+            if (not rows and budget.pattern != "*"
+                    and not (budget.max_eager_compiles is not None
+                             and lines_in(run.report, budget.pattern))):
                 _no_match(found, run.label, budget.pattern, strict)
             if budget.max_slow_calls is not None and run.report.slow_calls.observable is not True:
                 _split_unrecorded(found, [_slow_calls_unseen(run.report, run.label, budget)],
@@ -369,20 +372,30 @@ def check_budget(report: Report, target: str, budget: Budget,
     return rows
 
 
-def check_eager_lines(report: Report, pattern: str, limit: int) -> Iterable[Violation]:
-    """Each line of yours, inside a function whose name matches ``pattern``, where code not
-    yours compiled more than ``limit`` times: its operations, what changed, and its fix."""
+def lines_in(report: Report, pattern: str) -> list[tuple[str, EagerLine]]:
+    """The lines of yours that compiled code not yours inside a function whose name matches
+    ``pattern`` (a module's own lines are in ``<module>``), each with that function's name."""
+    out = []
     for line in report.eager_lines.lines:
         where = locations.parse(line.line)
         function = (where.function if where is not None else None) or "<module>"
-        if line.compiles <= limit or not fnmatch.fnmatchcase(function, pattern):
+        if fnmatch.fnmatchcase(function, pattern):
+            out.append((function, line))
+    return out
+
+
+def check_eager_lines(report: Report, pattern: str, limit: int) -> Iterable[Violation]:
+    """Each line of yours, inside a function whose name matches ``pattern``, where code not
+    yours compiled more than ``limit`` times: its operations, what changed, and its fix."""
+    for function, line in lines_in(report, pattern):
+        if line.compiles <= limit:
             continue
         shown = locations.relative(line.line)
         fix = next((s.message for s in report.suggestions if s.function == line.line), None)
         yield Violation(function, Rule.MAX_EAGER_COMPILES, (
             f"{shown}: {counted(line.compiles, 'compile')} of code not yours at this line "
-            f"({line.seconds:.3f} s; {line.again} again for new inputs), budget {limit}"
-            + (f": {fix}" if fix else "")), shown)
+            f"({line.seconds:.3f} s; {line.again} again for new inputs), max_eager_compiles "
+            f"{limit}" + (f": {fix}" if fix else "")), shown)
 
 
 def _slow_groups_by_function(report: Report) -> dict[str, list[SlowGroup]]:
