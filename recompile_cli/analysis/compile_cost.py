@@ -13,8 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recompile_cli.session.locations import display
-from recompile_cli.session.model import CompileCost, Event, HookMode, Owner, Session, function_key
+from recompile_cli.session.locations import display, parse
+from recompile_cli.session.model import (
+    NO_USER_FRAME,
+    CompileCost,
+    Event,
+    HookMode,
+    Owner,
+    Session,
+    function_key,
+)
 
 UNROLLED_MIN_REPEATS = 10  # a line repeating one group of primitives this often...
 UNROLLED_MIN_SHARE = 0.5  # ...and producing this share of the program is an unrolled loop
@@ -145,14 +153,27 @@ def _function_cost(key: str, events: list[Event], largest: Event) -> FunctionCos
     cost = _cost(largest)
     seconds = largest.compile_seconds
     total = max(cost.equations, 1)
-    lines = tuple(CostLine(line.location, line.equations, line.equations / total,
-                           seconds * line.equations / total, line.repeats)
+    lines = tuple(CostLine(_paid_at(line.location, largest), line.equations,
+                           line.equations / total, seconds * line.equations / total,
+                           line.repeats)
                   for line in cost.lines[:TOP_LINES])
     return FunctionCost(key, largest.function, largest.defined_at, len(events),
                         sum(e.compile_seconds for e in events), cost.equations, cost.in_bodies,
                         cost.module_ops,
                         cost.constants, cost.constants_bytes, lines, cost.capped, cost.walked,
                         cost.module_ops_bounded)
+
+
+def _paid_at(location: str, event: Event) -> str:
+    """Where the user pays for equations no line of theirs made (the user's jit of a library's
+    function: ``jax.jit(nuts.step)``): the line of the user's that made the jitted function
+    (``Signature.created_at``: the ``jax.jit`` call), else the line that called it; the
+    location as it is otherwise."""
+    if location != NO_USER_FRAME:
+        return location
+    made = event.signature.created_at if event.signature is not None else None
+    called = parse(event.call_site)
+    return made or (f"{called.path}:{called.line}" if called is not None else location)
 
 
 def _cost(event: Event) -> CompileCost:

@@ -14,9 +14,9 @@ import functools
 from collections.abc import Iterable
 
 from recompile_cli.session.locations import path_of
-from recompile_cli.session.model import LineCost
+from recompile_cli.session.model import NO_USER_FRAME, LineCost
 
-UNKNOWN = "<no user frame>"
+UNKNOWN = NO_USER_FRAME
 MAX_LINES = 6  # lines kept per compile (the session stays small: ~1 KB per compile)
 MAX_CONSTANTS = 5
 LARGE_CONSTANT_BYTES = 1 << 20  # constants from 1 MiB are named one by one

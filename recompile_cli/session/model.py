@@ -258,6 +258,9 @@ class TraceError:
     value: str | None = None
 
 
+NO_USER_FRAME = "<no user frame>"  # a ``LineCost.location`` for equations no user line made
+
+
 @dataclass(frozen=True, slots=True)
 class LineCost:
     """The jaxpr equations one line of the user's code produced (``CompileCost.lines``).

@@ -215,3 +215,29 @@ def test_a_bad_max_eager_compiles_names_the_field(cli, project, value, problem):
     result = cli("check", path)
     assert result.exit_code == 2, result.output
     assert problem in result.output and "Traceback" not in result.output
+
+
+OPTAX_JIT = """
+import jax, jax.numpy as jnp, optax
+
+opt = optax.adam(1e-3)
+params = {"w": jnp.ones((8, 8))}
+state = opt.init(params)
+update = jax.jit(opt.update)  # jit-line
+grads = {"w": jnp.ones((8, 8))}
+for _ in range(2):
+    updates, state = update(grads, state, params)
+"""
+
+
+@requires_private_hooks
+def test_a_users_jit_of_a_library_function_costs_at_the_users_jit_line(cli, program, tmp_path):
+    pytest.importorskip("optax")
+    prog = program("opt", OPTAX_JIT)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    (function,) = [f for f in report["compile_cost"]["functions"]
+                   if f["function"] == "update_fn"]
+    assert [line["location"] for line in function["lines"]] == [
+        f"{prog}:{line_of(prog, '# jit-line')}"]
+    assert "<no user frame>" not in result.stdout
