@@ -7,10 +7,10 @@ the stack (``Event.call_site``), which is the line that pays.
 Per line (``EagerLine``): its compiles, trace/lower/compile seconds, and its operations
 (``LineOp``: the function JAX compiled, how often, what changed between its compiles). A line
 *storms* when one of its operations compiles again and again for new inputs (``STORM``
-compiles or more at that line, a derived jaxpr of ``jax.grad`` not counted as new): a mask's
-count of True, a growing list, a shape that is new each step. A line that compiles many
-operations once each (a model built op by op) costs once and does not storm. The fix is
-``advice.eager``'s.
+compiles or more at that line, all but its first for new inputs; a derived jaxpr of
+``jax.grad`` is not new): a mask's count of True, a growing list, a shape that is new each
+step. A line that compiles many operations once each (a model built op by op) costs once and
+does not storm. The fix is ``advice.eager``'s.
 
 Pure: no JAX. ``max_eager_compiles`` (the gate) reads ``EagerLine.compiles``.
 """
@@ -26,7 +26,7 @@ from recompile_cli.analysis.cause import Cause
 from recompile_cli.session.locations import parse
 from recompile_cli.session.model import CauseCode, Event, Owner, Session
 
-STORM = 3  # compiles of one operation at one line, for new inputs, that make a storm
+STORM = 10  # compiles of one operation at one line (for new inputs, but its first) that storm
 _NOT_NEW = (CauseCode.DERIVED_JAXPR,)  # a compile for a transformation, not for new inputs
 # What changed in the inputs, preferred to the primary cause: an eager primitive's function
 # object is JAX's cached callable for its parameters (a new one per output shape, say), and its
@@ -138,11 +138,20 @@ def _op(events: list[Event], causes: dict[int, tuple[Cause, ...]]) -> LineOp:
     codes = Counter(c.code for _, c in again)  # a new shape, where there is one, says most
     code = (CauseCode.SHAPE if CauseCode.SHAPE in codes
             else codes.most_common(1)[0][0] if codes else None)
-    last = next((c for _, c in reversed(again) if c.code == code), None)
+    same = [c for _, c in again if c.code == code]
+    # the last change of one value's kind (``i32[3] -> i32[5]``) where there is one: one
+    # operation at a line may serve several values of different dtypes
+    last = next((c for c in reversed(same) if _kind(c.before) == _kind(c.after)),
+                same[-1] if same else None)
     return LineOp(name=first.function, owner=first.owner, defined_at=first.defined_at,
                   compiles=len(events), again=len(again), seconds=_cost(events),
                   again_seconds=_cost(e for e, _ in again),
                   change=_change(last) if last is not None else None, code=code)
+
+
+def _kind(value: str | None) -> str | None:
+    """``i32`` of ``i32[3,1]``."""
+    return None if value is None else value.split("[", 1)[0]
 
 
 def _input_change(found: tuple[Cause, ...]) -> Cause:

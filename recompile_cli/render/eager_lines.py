@@ -6,7 +6,8 @@ Terminal and Markdown (``text_section``, laid out by ``render.table``), HTML (``
 and the JSON report's ``eager_lines`` field (``json_section``); the CSV file and the DataFrame
 are ``analysis.dataframes.eager_lines_frame``'s. Per line: its compiles, how many were again for
 new inputs, their seconds, and its operations with their compiles; a line that storms is marked
-(its fix is among the report's suggestions). The headline's storm line is ``storm_lines``.
+(its fix is among the report's suggestions); with no storm the terminal and Markdown show one
+summary line instead (``--all``: the table). The headline's storm line is ``storm_lines``.
 Values from the session go through the format's escape.
 """
 
@@ -57,10 +58,11 @@ def storm_lines(eager: EagerReport, shown: int = 2) -> list[str]:
     inputs (gather ...)``."""
     out = []
     for line in eager.storms[:shown]:
-        op = line.worst
+        again = [op.name for op in line.ops if op.again][:2]
+        more = sum(1 for op in line.ops if op.again) - len(again)
         text = (f"eager storm at {relative(line.line)}: {counted(line.compiles, 'compile')} of "
-                f"code not yours ({line.seconds:.3f} s), {line.again} again for new inputs; "
-                f"{_op_label(op)} {op.compiles}")
+                f"code not yours ({line.seconds:.3f} s), {line.again} again for new inputs ("
+                + ", ".join(again) + (f", +{more} more" if more else "") + ")")
         if line.host_callback:
             text += f", in {line.host_callback}"
         out.append(text)
@@ -69,6 +71,24 @@ def storm_lines(eager: EagerReport, shown: int = 2) -> list[str]:
         out.append(f"... {counted(len(rest), 'more line')} storm: "
                    f"{counted(sum(line.compiles for line in rest), 'compile')}")
     return out
+
+
+def summary(eager: EagerReport) -> str | None:
+    """``+ eager: 14 compiles of code not yours at 5 lines of yours (1.741 s to trace, lower
+    and compile); the most at train.py:19 (init_params), 4 (--all lists them)``: the
+    section's one line when no line storms."""
+    if not eager.lines:
+        return None
+    top = max(eager.lines, key=lambda line: line.compiles)  # the first of the most compiles
+    return (f"+ eager: {counted(eager.compiles, 'compile')} of code not yours at "
+            f"{counted(len(eager.lines), 'line')} of yours ({eager.seconds:.3f} s to trace, "
+            f"lower and compile); the most at {relative(top.line)}, {top.compiles} "
+            "(--all lists them)")
+
+
+def shows_table(eager: EagerReport, show_all: bool) -> bool:
+    """The table is shown when a line storms, or with ``--all``."""
+    return bool(eager.lines) and (show_all or bool(eager.storms))
 
 
 def _more(eager: EagerReport, show_all: bool) -> str | None:
@@ -91,10 +111,10 @@ def text_section(report: Report, show_all: bool, heading: str, text: Callable[[A
                  ) -> list[str]:
     """The section's lines for the terminal or Markdown (empty when no line of yours compiled
     code not yours); ``wrap`` fits sentences to the width."""
-    found = rows(report, show_all)
-    if not found[1]:
-        return []
-    lines = ["", heading.format(text(TITLE)), table(found)]
+    eager = report.eager_lines
+    if not shows_table(eager, show_all):
+        return []  # its summary line is under the functions (``render.table``)
+    lines = ["", heading.format(text(TITLE)), table(rows(report, show_all))]
     more = _more(report.eager_lines, show_all)
     if more is not None:
         lines += wrap([text(more)])

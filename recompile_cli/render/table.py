@@ -229,6 +229,8 @@ def _functions(report: Report, show_all: bool, style: Style, width: int | None) 
                  else "(no user function was traced or compiled)")
     if not show_all:
         hidden = hidden_functions(report)
+        if not eager_lines.shows_table(report.eager_lines, show_all):
+            hidden += [line for line in [eager_lines.summary(report.eager_lines)] if line]
         if hidden and style is MARKDOWN:
             lines.append("")
         # ``+ jax: ...``: the marker is recompile-cli's (a list in Markdown), the rest data

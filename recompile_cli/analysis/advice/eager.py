@@ -9,7 +9,8 @@ ran.
   function's arguments instead of compiled per value.
 * A line that compiles many operations once each (a model built op by op, its initialisers):
   a one-time cost; build it under ``jax.jit`` (``nnx.jit``, ``jax.jit(model.init)``) or accept
-  it. Advised only when it is a large share of the run's compile time.
+  it. Advised only for a line of several operations that is a large share of the run's compile
+  time.
 """
 
 from __future__ import annotations
@@ -18,20 +19,23 @@ from recompile_cli.analysis.eager_lines import EagerLine, LineOp
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.session.model import CauseCode
 
-ONE_TIME_SHARE = 0.25  # a one-time line is advised from this share of all compile seconds on
+ONE_TIME_OPS = 5  # a one-time line is advised from this many operations (a model, not an op)
+ONE_TIME_SHARE = 0.25  # ... this share of all compile seconds
 ONE_TIME_SECONDS = 0.5  # ... and this many seconds
 
 
 def why(line: EagerLine) -> str:
-    """``gather compiled 17 times here for new inputs (shape at args[1]: i32[3,1] ->
-    i32[5,1])``, or ``8 operations compiled once each (a one-time cost)``."""
+    """```gather`, `add` compiled again here for new inputs, 32 times in 34 compiles (last of
+    `gather`: shape at args[1]: i32[3,1] -> i32[5,1])``, or ``8 operations compiled here ...: a
+    one-time cost``."""
     op = line.worst
     if line.storm:
-        text = (f"{_name(op)} compiled {counted(op.compiles, 'time')} here, "
-                f"{op.again} of them for new inputs")
+        again = [found for found in line.ops if found.again]
+        text = (f"{_names(tuple(again))} compiled again here for new inputs, "
+                f"{counted(line.again, 'time')} in {counted(line.compiles, 'compile')}")
         if op.change:
-            text += f" (last: {op.change})"
-        if op.code == CauseCode.SHAPE:
+            text += f" (last of {_name(op)}: {op.change})"
+        if any(found.code == CauseCode.SHAPE for found in again):
             text += ("; a shape that depends on the values (boolean-mask indexing `x[mask]`, "
                      "`jnp.nonzero` or `jnp.unique` without `size=`) makes a new one each call")
         return text
@@ -53,7 +57,7 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
                 "`jnp.nonzero(mask, size=N)`, or padding to a few sizes; or move the line into "
                 "a jitted function of yours, or into NumPy where it works on host data "
                 f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
-    if (line.seconds >= ONE_TIME_SECONDS
+    if (len(line.ops) >= ONE_TIME_OPS and line.seconds >= ONE_TIME_SECONDS
             and line.seconds >= ONE_TIME_SHARE * compile_seconds):
         return ("its operations run one by one, each compiled on its first use: build it under "
                 "`jax.jit` (for Flax NNX, `nnx.jit` of a function that makes the model; "
