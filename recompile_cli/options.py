@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from recompile_cli import ranges
-from recompile_cli.session.model import CauseCode, HookMode
+from recompile_cli.session.kinds import CauseCode, HookMode
 
 
 def names(value: str | Iterable[str] | None, parameter: str) -> tuple[str, ...] | None:

@@ -1,6 +1,24 @@
-"""The command line (the only code that prints): commands in ``app`` and ``merge_command``,
-output in ``output``, and the runs of ``check`` in ``check_runner``."""
+"""The command line (the only code that prints): commands in ``app`` (the typer application is
+``cli.app.app``) and ``merge_command``, output in ``output``, and the runs of ``check`` in
+``check_runner``.
 
-from recompile_cli.cli.app import app, main
+Importing this package imports none of its modules: the measured process (``cli.child``) lives
+here too, and must not import the commands (typer, the report's modules). ``main`` is imported
+on first access.
+"""
 
-__all__ = ["app", "main"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from recompile_cli.cli.app import main
+
+__all__ = ["main"]
+
+
+def __getattr__(name: str) -> Any:
+    if name != "main":
+        raise AttributeError(f"module 'recompile_cli.cli' has no attribute {name!r}")
+    return importlib.import_module("recompile_cli.cli.app").main

@@ -55,7 +55,7 @@ from recompile_cli.cli.options_cli import (
     spec_of,
 )
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
-from recompile_cli.session.model import HookMode
+from recompile_cli.session.kinds import HookMode
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,

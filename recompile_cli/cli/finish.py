@@ -25,7 +25,7 @@ from recompile_cli.cli.output import Problems, ReportFiles
 if TYPE_CHECKING:
     from recompile_cli.cli.child import Job
     from recompile_cli.gate.baseline import Baseline
-    from recompile_cli.gate.evaluate import Gates
+    from recompile_cli.gate.gates import Gates
     from recompile_cli.session.model import Outcome
 
 
@@ -51,8 +51,10 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
              allow_unrecorded: bool = False, max_slow_calls: int | None = None,
              max_eager_compiles: int | None = None) -> Request:
     """Resolve every path against the starting folder and validate every option."""
-    from recompile_cli.gate import baseline as baselines
-    from recompile_cli.gate.evaluate import Gates
+    from recompile_cli.gate.gates import Gates  # not the evaluator, which is for after the run
+
+    if baseline:  # its module (and the analysis behind it) only for a run that reads one
+        from recompile_cli.gate import baseline as baselines
 
     files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path),
                         output.absolute(save), show_all)

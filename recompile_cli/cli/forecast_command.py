@@ -12,7 +12,7 @@ fails, 2 for bad input, 3 when a call's trace raised or the process did not fini
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -37,7 +37,10 @@ from recompile_cli.cli.options_cli import (
     spec_of,
 )
 from recompile_cli.cli.output import Problems, user_errors
-from recompile_cli.session.model import HookMode, Session
+from recompile_cli.session.kinds import HookMode
+
+if TYPE_CHECKING:
+    from recompile_cli.session.model import Session
 
 
 def forecast(

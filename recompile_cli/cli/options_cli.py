@@ -19,7 +19,7 @@ from recompile_cli import options, ranges
 from recompile_cli.cli import output
 from recompile_cli.errors import RecompileError
 from recompile_cli.render import FORMATS, extensions_text
-from recompile_cli.session.model import CauseCode, HookMode
+from recompile_cli.session.kinds import CauseCode, HookMode
 
 if TYPE_CHECKING:
     from recompile_cli.inputs.spec import Spec
