@@ -84,10 +84,10 @@ class EagerLine:
 
 @dataclass(frozen=True, slots=True)
 class EagerReport:
-    """The lines of a session that compiled code not yours, most seconds first."""
+    """The lines of a session that compiled code not yours, most compiles first."""
 
     lines: tuple[EagerLine, ...] = ()
-    storms: tuple[EagerLine, ...] = ()  # the lines that storm, most seconds first
+    storms: tuple[EagerLine, ...] = ()  # the lines that storm, most compiles first
 
     @property
     def compiles(self) -> int:
@@ -108,7 +108,8 @@ def is_eager(event: Event) -> bool:
 
 def analyse_eager_lines(session: Session, causes: dict[int, tuple[Cause, ...]]
                         ) -> EagerReport:
-    """Every line of yours that compiled code not yours, with its operations."""
+    """Every line of yours that compiled code not yours, with its operations, most compiles
+    first (counts, not seconds, so that the order does not depend on the machine's load)."""
     by_line: dict[str, dict[tuple[str, str | None], list[Event]]] = {}
     for event in session.events:
         if is_eager(event):
@@ -116,14 +117,14 @@ def analyse_eager_lines(session: Session, causes: dict[int, tuple[Cause, ...]]
             ops = by_line.setdefault(event.call_site, {})
             ops.setdefault((event.function, event.defined_at), []).append(event)
     lines = [_line(line, ops, causes) for line, ops in by_line.items()]
-    lines.sort(key=lambda found: (-_number(found.seconds), -found.compiles))
+    lines.sort(key=lambda found: -found.compiles)  # stable: ties in the order first seen
     return EagerReport(tuple(lines), tuple(found for found in lines if found.storm))
 
 
 def _line(line: str, ops: dict[tuple[str, str | None], list[Event]],
           causes: dict[int, tuple[Cause, ...]]) -> EagerLine:
     found = [_op(events, causes) for events in ops.values()]
-    found.sort(key=lambda op: (-op.compiles, -_number(op.seconds)))
+    found.sort(key=lambda op: -op.compiles)  # stable: ties in the order first compiled
     callbacks = [e.host_callback for events in ops.values() for e in events if e.host_callback]
     return EagerLine(line=line, compiles=sum(op.compiles for op in found),
                      again=sum(op.again for op in found),
@@ -174,7 +175,3 @@ def _cost(events: Iterable[Event]) -> float:
         return math.fsum(e.trace_seconds + e.lower_seconds + e.compile_seconds for e in events)
     except ValueError:  # inf + -inf
         return math.nan
-
-
-def _number(seconds: float) -> float:
-    return -math.inf if seconds != seconds else seconds

@@ -1,6 +1,6 @@
 """The "Compiles at your lines" section of each report format, from ``analysis.eager_lines``:
 the lines of yours that compiled code not yours (JAX's eager operations, the functions JAX and
-libraries jit themselves), most seconds first.
+libraries jit themselves), most compiles first.
 
 Terminal and Markdown (``text_section``, laid out by ``render.table``), HTML (``html_section``)
 and the JSON report's ``eager_lines`` field (``json_section``); the CSV file and the DataFrame
@@ -53,7 +53,7 @@ def rows(report: Report, show_all: bool = False) -> Table:
 
 
 def storm_lines(eager: EagerReport, shown: int = 2) -> list[str]:
-    """The headline's lines, one per line of yours that storms (the most costly ``shown``):
+    """The headline's lines, one per line of yours that storms (the most compiling ``shown``):
     ``eager compiles at storm.py:6 (log_episodes): 102 (1.812 s), 96 of them again for new
     inputs (gather ...)``."""
     out = []
