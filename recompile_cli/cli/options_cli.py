@@ -64,7 +64,7 @@ MaxCompilesOption = Annotated[int | None, typer.Option(
     "--max-compiles", min=0, max=ranges.MAX_COUNT,
     help="Gate: exit 1 if any of your functions compiles more often.")]
 MaxSlowCallsOption = Annotated[int | None, typer.Option(
-    "--max-slow-calls", min=0, metavar="N",
+    "--max-slow-calls", min=0, max=ranges.MAX_COUNT, metavar="N",
     help="Gate: exit 1 if any of your functions makes more than N slow calls (calls JAX runs "
     "through its Python dispatch without compiling); fails where they cannot be seen.")]
 MaxEagerCompilesOption = Annotated[int | None, typer.Option(

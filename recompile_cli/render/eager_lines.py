@@ -75,14 +75,14 @@ def storm_lines(eager: EagerReport, shown: int = 2) -> list[str]:
 
 def summary(eager: EagerReport) -> str | None:
     """``+ eager: 14 compiles of code not yours at 5 lines of yours (1.741 s to trace, lower
-    and compile); the most at train.py:19 (init_params), 4 (--all lists them)``: the
+    and compile); the most at train.py:19 (init_params) with 4 (--all lists them)``: the
     section's one line when no line storms."""
     if not eager.lines:
         return None
     top = max(eager.lines, key=lambda line: line.compiles)  # the first of the most compiles
     return (f"+ eager: {counted(eager.compiles, 'compile')} of code not yours at "
             f"{counted(len(eager.lines), 'line')} of yours ({eager.seconds:.3f} s to trace, "
-            f"lower and compile); the most at {relative(top.line)}, {top.compiles} "
+            f"lower and compile); the most at {relative(top.line)} with {top.compiles} "
             "(--all lists them)")
 
 

@@ -112,8 +112,10 @@ def test_no_live_line_in_a_pipe(long_run):
 def test_in_a_real_terminal_the_line_stays_at_the_bottom_below_the_programs_output(long_run):
     session = f"recompile-cli-live-{os.getpid()}"
     command = (f"{sys.executable} -m recompile_cli run {long_run}; echo EXIT=$?; sleep 60")
+    # ``env -i``: the program sees only these, not the tmux server's environment (which has
+    # CI set when the tests run in CI, and a server already running has someone else's)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(COLUMNS), "-y",
-                    str(ROWS), "env", *[f"{k}={v}" for k, v in environment().items()
+                    str(ROWS), "env", "-i", *[f"{k}={v}" for k, v in environment().items()
                                         if k in ("PATH", "JAX_PLATFORMS", "TERM", "PYTHONPATH",
                                                  "HOME")],
                     "sh", "-c", command], check=True)

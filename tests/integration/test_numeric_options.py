@@ -25,7 +25,8 @@ def f():
 """
 HOSTILE = ["inf", "-inf", "nan", "1e309", "-1", "1" + "0" * 400, "abc", ""]
 # just past each option's range (a new numeric option must say where its range ends)
-ABOVE = {"--max-compiles": ranges.MAX_COUNT + 1, "--max-calls": ranges.MAX_CALLS + 1,
+ABOVE = {"--max-compiles": ranges.MAX_COUNT + 1, "--max-slow-calls": ranges.MAX_COUNT + 1,
+         "--max-eager-compiles": ranges.MAX_COUNT + 1, "--max-calls": ranges.MAX_CALLS + 1,
          "--max-array-bytes": ranges.MAX_BYTES + 1, "--fail-on-compile-regression": 1e7,
          "--host-timeout": 86401, "--timeout": 30 * 86400 + 1,
          "--warmup-parallel": ranges.MAX_THREADS + 1}
