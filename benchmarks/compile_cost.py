@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from recompile_cli.capture.jax import cost as jax_cost
+from recompile_cli.capture.jax.programs import cost as jax_cost
 from recompile_cli.capture.recorder import Recorder
 
 TABLE = np.linspace(0.0, 1.0, 1024 * 1024, dtype=np.float32).reshape(1024, 1024)  # 4 MB

@@ -44,7 +44,7 @@ def worker(args: argparse.Namespace) -> None:
     from overhead import cached_call_seconds
 
     from recompile_cli.analysis.hosts import mismatch
-    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.capture.hosts.host_check import HostCheck
     from recompile_cli.capture.recorder import Recorder
 
     spent: list[float] = []  # seconds in the check, per checked compile

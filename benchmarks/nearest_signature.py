@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"
 
 from brute_force import explain_events_brute_force
 
-from recompile_cli.analysis.causes import (
+from recompile_cli.analysis.causes.explain import (
     SignatureIndex,
     diff_signatures,
     explain_events,

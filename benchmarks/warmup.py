@@ -31,7 +31,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 
 import recompile_cli
-from recompile_cli.analysis.planning import plan
+from recompile_cli.analysis.warmup.plan import plan
 from recompile_cli.render.warmup_plan import render_plan
 
 MODEL = """

@@ -13,8 +13,8 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.causes import explain_events
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.explain import explain_events
 from recompile_cli.analysis.report import Report, build_report
 from recompile_cli.session.model import (
     Change,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.report import Report
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import CauseCode, Owner

@@ -1,5 +1,5 @@
 """Why a compile is slow: the compile-cost section of every report, from each event's
-``CompileCost`` (``capture.jax.cost``).
+``CompileCost`` (``capture.jax.programs.cost``).
 
 Per function (its largest compiled program): the top lines of the user's code by equations, each
 with the compile seconds apportioned by its share of the equations, and the patterns with their
@@ -77,7 +77,7 @@ class FunctionCost:
     constants: int
     constants_bytes: int
     lines: tuple[CostLine, ...]
-    capped: bool  # attribution stopped at capture.jax.cost.EQUATION_LIMIT equations
+    capped: bool  # attribution stopped at capture.jax.programs.cost.EQUATION_LIMIT equations
     walked: int = 0  # equations attributed to lines
     module_ops_bounded: bool = False  # module_ops is a lower bound ("at least")
 

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.session.locations import parse
 from recompile_cli.session.model import CauseCode, Event, Owner, Session
 

@@ -13,13 +13,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from recompile_cli.analysis.nearest import top_name
+from recompile_cli.analysis.causes.nearest import top_name
 from recompile_cli.analysis.report import Report
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import CauseCode, Event
 
 if TYPE_CHECKING:
-    from recompile_cli.analysis.cause import Cause
+    from recompile_cli.analysis.causes.cause import Cause
 
 SIBLINGS = 3  # leaves of one argument that changed alike, named as one from this many on
 _CAUSES = 4  # causes named in one message

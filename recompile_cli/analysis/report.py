@@ -19,9 +19,9 @@ from enum import StrEnum
 
 from recompile_cli.analysis.advice import eager as eager_advice
 from recompile_cli.analysis.advice.suggest import Suggestion, SuggestionCode, suggest
-from recompile_cli.analysis.cache_outcomes import outcomes as cache_outcomes
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.causes import public_only
+from recompile_cli.analysis.cache.outcomes import outcomes as cache_outcomes
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.explain import public_only
 from recompile_cli.analysis.eager_lines import EagerReport, analyse_eager_lines
 from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
@@ -379,7 +379,7 @@ def _value_range(values: dict[str, None]) -> str:
 # *re-compile*. Nested traces (inside another function's trace) are part of their parent's and
 # count as traces only. ``Tally`` adds events up; the report's totals split by owner
 # (``Totals.by_owner``) and the headline of the human reports (one line per function of yours,
-# ``render.headline``) are both made of it, so that they always agree. Pure: no JAX.
+# ``render.sections.headline``) are both made of it, so that they always agree. Pure: no JAX.
 @dataclass(slots=True)
 class Tally:
     """The misses of a group of events (one function's, or one owner's)."""

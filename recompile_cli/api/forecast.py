@@ -1,8 +1,8 @@
 """Forecasts from Python: how many compiles a list of calls needs, and which a warm-up misses,
 before anything runs.
 
-``forecast`` wires ``capture.forecast`` (tracing on abstract arguments under the recorder) to
-the same analysis as ``analyse()`` and returns its ``RecompileReport`` (``recompile-cli
+``forecast`` wires ``capture.running.forecast`` (tracing on abstract arguments under the recorder)
+to the same analysis as ``analyse()`` and returns its ``RecompileReport`` (``recompile-cli
 forecast`` runs the same steps in its measured child process, ``cli.child``)::
 
     import jax, recompile_cli
@@ -13,7 +13,7 @@ forecast`` runs the same steps in its measured child process, ``cli.child``)::
 
 A warm-up (``warmup=``) is a list of calls made first, with the same function object; every
 compile of the workload after it is a signature that the warm-up does not cover, listed in the
-session's warnings with the call that first needs it and its cause (``analysis.warmup``).
+session's warnings with the call that first needs it and its cause (``analysis.warmup.coverage``).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
             that ``fn`` does not have.
     """
     from recompile_cli.analysis.report import build_report
-    from recompile_cli.analysis.warmup import coverage_notes
+    from recompile_cli.analysis.warmup.coverage import coverage_notes
     from recompile_cli.api.report import RecompileReport
-    from recompile_cli.capture import runner
-    from recompile_cli.capture.forecast import Forecaster, forecast_session
+    from recompile_cli.capture.running import runner
+    from recompile_cli.capture.running.forecast import Forecaster, forecast_session
     from recompile_cli.inputs.spec import after_warmup
 
     fn = options.function(fn, "fn")
@@ -74,7 +74,7 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
 
 def _check_jit_options(fn: Callable[..., Any], jit_options: dict[str, Any]) -> None:
     """Jit options apply to a plain function only, and name its parameters."""
-    from recompile_cli.capture.runner import is_jitted
+    from recompile_cli.capture.running.runner import is_jitted
     from recompile_cli.errors import JitOptionError
     from recompile_cli.inputs.jit_options import check_static_args
 

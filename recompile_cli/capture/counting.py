@@ -13,11 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture.stack import function_key_of
+from recompile_cli.capture.code.stack import function_key_of
 
 OnCall = Callable[[str | None, int | None], None]
 # (the exception a counted call raised, the jitted function, its arguments): a call JAX
-# refused is recorded from it (``capture.jax.refusals``), whether or not the program catches it
+# refused is recorded from it (``capture.jax.arguments.refusals``), whether or not the program
+# catches it
 OnRaise = Callable[[BaseException, Any, list[Any], dict[str, Any]], None]
 
 

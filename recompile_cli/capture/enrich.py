@@ -2,10 +2,10 @@
 
 Owns the persistent compilation cache side of a recording (the configured cache directory, the
 outcome JAX reports for each backend compile and the time it saved, each key taken apart by
-``capture.jax.cache_key``) and the compile-cost profile of each lowered program
-(``capture.jax.cost``). The ``Recorder`` calls in from its callbacks, on the miss path only; the
-per-thread state lives in the recorder's ``threading.local`` (the compiling thread's events
-arrive in order). Nothing here raises: errors go to the ``on_error`` callback. What the cache
+``capture.jax.programs.cache_key``) and the compile-cost profile of each lowered program
+(``capture.jax.programs.cost``). The ``Recorder`` calls in from its callbacks, on the miss path
+only; the per-thread state lives in the recorder's ``threading.local`` (the compiling thread's
+events arrive in order). Nothing here raises: errors go to the ``on_error`` callback. What the cache
 folder holds is untrusted: a stored value that is not a number of seconds in range is skipped
 with a warning of the session naming the file or folder (at most ``MAX_NOTES`` of them).
 """
@@ -18,9 +18,9 @@ from typing import Any
 
 from recompile_cli import ranges
 from recompile_cli.capture.drafts import Draft
-from recompile_cli.capture.jax import cache_key
-from recompile_cli.capture.jax import cost as jax_cost
-from recompile_cli.capture.process import configured_cache_dir
+from recompile_cli.capture.hosts.process import configured_cache_dir
+from recompile_cli.capture.jax.programs import cache_key
+from recompile_cli.capture.jax.programs import cost as jax_cost
 from recompile_cli.session.model import CacheOutcome
 
 # Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
@@ -137,7 +137,8 @@ class Enrichment:
                 draft.set(cache_saved_seconds=key.saved_seconds)  # exact
 
     def cost(self, jaxpr: Any, lowering: Any) -> None:
-        """Profile the program just lowered (``capture.jax.cost``) into the current event."""
+        """Profile the program just lowered (``capture.jax.programs.cost``) into the current
+        event."""
         current: Draft | None = getattr(self._local, "current", None)
         if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.event.cost:
             return

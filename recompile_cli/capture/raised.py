@@ -1,8 +1,8 @@
 """Exceptions raised in the user's code while a recording runs, seen as they are raised, whether
 or not the program catches them (Python >= 3.12).
 
-A call that JAX refuses (``capture.jax.refusals``) raises in JAX's C++ dispatch, where no hook
-runs; a program that catches the error leaves no trace of it. ``sys.monitoring``'s ``RAISE``
+A call that JAX refuses (``capture.jax.arguments.refusals``) raises in JAX's C++ dispatch, where no
+hook runs; a program that catches the error leaves no trace of it. ``sys.monitoring``'s ``RAISE``
 event (PEP 669, Python 3.12+) reports every exception as it arrives in a Python frame, and
 costs nothing until one is raised: no cached call of a jitted function passes through it.
 ``Watch`` takes a free tool id, hands each exception raised in a user frame to its callback
@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture.stack import is_user_file
+from recompile_cli.capture.code.stack import is_user_file
 
 OnRaise = Callable[[BaseException, types.FrameType, int], None]
 _TOOL_IDS = (4, 3)  # ids no standard tool claims (0: debugger, 1: coverage, 2: profilers)

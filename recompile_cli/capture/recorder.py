@@ -23,13 +23,16 @@ from typing import Any
 
 import msgspec
 
-from recompile_cli.capture import forks, origins, process, raised, stack
+from recompile_cli.capture import forks, raised
+from recompile_cli.capture.code import origins, stack
+from recompile_cli.capture.code.stack import exception_summary
 from recompile_cli.capture.drafts import Draft, bare, trace_error
 from recompile_cli.capture.enrich import CACHE_SAVED_EVENT, Enrichment
-from recompile_cli.capture.jax import callbacks, hooks, listeners, refusals, slow_calls
-from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
+from recompile_cli.capture.hosts import process
+from recompile_cli.capture.jax import callbacks, hooks, listeners, slow_calls
+from recompile_cli.capture.jax.arguments import refusals
+from recompile_cli.capture.jax.arguments.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.slow_groups import SlowCallLog
-from recompile_cli.capture.stack import exception_summary
 from recompile_cli.capture.stale import Watch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
@@ -73,9 +76,10 @@ class Recorder:
         on_compile: called with each top-level event when its backend compile completes, on
             the compiling thread, inside the user's jitted call. Unlike every other callback,
             what it raises is not caught: it reaches that call (the runtime guard uses this).
-        compile_cost: profile each lowered program (``capture.jax.cost``; private hooks only).
-        cache_keys: take each persistent-cache key apart (``capture.jax.cache_key``; private
-            hooks and a cache directory only).
+        compile_cost: profile each lowered program (``capture.jax.programs.cost``; private
+            hooks only).
+        cache_keys: take each persistent-cache key apart (``capture.jax.programs.cache_key``;
+            private hooks and a cache directory only).
         on_slow_call: called with a function's slow-call group (its calls so far) at each of
             its slow calls, on the calling thread; like ``on_compile``, what it raises reaches
             the call (the runtime guard's ``max_slow_calls``).
@@ -301,7 +305,7 @@ class Recorder:
         return time.perf_counter() - self._t0
 
     def warmed_up(self, warmup: Warmup) -> None:
-        """Record the warm-up plan that just ended (``capture.warmup``), streamed to the
+        """Record the warm-up plan that just ended (``capture.running.warmup``), streamed to the
         events log at once: the workload's events are those that start after it."""
         self._warmup = warmup
         if self._log is not None:
@@ -313,7 +317,8 @@ class Recorder:
 
     def refused(self, exc: BaseException, frame: Any, offset: int) -> None:
         """Record the call JAX refused, if ``exc`` raised at instruction ``offset`` of the user
-        frame ``frame`` is one (``capture.jax.refusals``), once per exception. Never raises."""
+        frame ``frame`` is one (``capture.jax.arguments.refusals``), once per exception. Never
+        raises."""
         try:
             if self._hooks is not None and not self._paused and id(exc) not in self._refusals:
                 self._refused(refusals.refusal(exc, frame, offset), exc)

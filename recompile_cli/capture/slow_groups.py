@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.capture import stack
+from recompile_cli.capture.code import stack
 from recompile_cli.capture.jax.slow_calls import Slow
 from recompile_cli.session.model import Owner, SlowCalls
 

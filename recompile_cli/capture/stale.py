@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.capture.stack import python_function
+from recompile_cli.capture.code.stack import python_function
 from recompile_cli.session.model import CaptureScope, StaleCapture
 
 HostCode = Callable[[], frozenset[types.CodeType]]  # the code a trace calls back on the host

@@ -277,11 +277,11 @@ def diff(
 ) -> None:
     """Per-function change in traces, compiles and compile seconds, causes new in NEW, and
     why the persistent compilation cache keys changed."""
-    from recompile_cli.analysis.cache_keys import diff_sessions
+    from recompile_cli.analysis.cache.keys import diff_sessions
     from recompile_cli.analysis.compare import diff_reports
     from recompile_cli.analysis.report import build_report
-    from recompile_cli.render import cache_keys
     from recompile_cli.render.diff import regression_text, render_diff
+    from recompile_cli.render.sections import cache_keys
     from recompile_cli.session.files import load_session
 
     with user_errors():

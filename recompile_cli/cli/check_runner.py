@@ -18,7 +18,7 @@ from pathlib import Path
 
 from recompile_cli import exits
 from recompile_cli.analysis.report import Report, build_report
-from recompile_cli.capture.warmup import check_plan
+from recompile_cli.capture.running.warmup import check_plan
 from recompile_cli.cli import finish
 from recompile_cli.cli.child import Job
 from recompile_cli.exits import ExitCode

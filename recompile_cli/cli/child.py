@@ -5,8 +5,8 @@ reports (``cli.supervisor``). They start this process with the run's ``Job`` in 
 ``RECOMPILE_CLI_CHILD`` environment variable (taken out of the environment at once, so that the
 target sees the environment it was given), the write end of a pipe, and the read end of
 another on which the supervisor asks for a stop when it passes a signal on. This process imports
-JAX, runs the target under the recorder (``capture.runner``) and streams the events log down the
-pipe as it records (``session.events_log``): the header, each event as it changes, and the end
+JAX, runs the target under the recorder (``capture.running.runner``) and streams the events log down
+the pipe as it records (``session.events_log``): the header, each event as it changes, and the end
 record with how the target ended, or a ``refused`` record for a target that cannot be loaded.
 
 It prints nothing of its own and decides nothing: whatever it or the target does (``os._exit``,
@@ -32,7 +32,7 @@ import msgspec
 ENV = "RECOMPILE_CLI_CHILD"
 
 if TYPE_CHECKING:
-    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.capture.hosts.host_check import HostCheck
     from recompile_cli.inputs.spec import Spec
     from recompile_cli.session.events_log import EventLog
     from recompile_cli.session.model import Event, Outcome
@@ -108,7 +108,7 @@ def _job() -> Job:
 def _run(job: Job, log: EventLog, hosts: HostCheck | None
          ) -> tuple[Outcome, tuple[Event, ...] | None]:
     """Run the target; returns its outcome and, for a forecast, its final (predicted) events."""
-    from recompile_cli.capture import runner
+    from recompile_cli.capture.running import runner
     from recompile_cli.session.model import HookMode
 
     if job.compilation_cache:
@@ -132,9 +132,9 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
               options: Any) -> tuple[Outcome, tuple[Event, ...]]:
     """``forecast``: the calls (the warm-up's first) traced on abstract arguments, their traces
     turned into predicted compiles, and the warm-up's coverage in the warnings."""
-    from recompile_cli.analysis.warmup import coverage_notes
-    from recompile_cli.capture import runner
-    from recompile_cli.capture.forecast import Forecaster, forecast_session, spec_array
+    from recompile_cli.analysis.warmup.coverage import coverage_notes
+    from recompile_cli.capture.running import runner
+    from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
     from recompile_cli.inputs.spec import after_warmup
 
     warm = _spec(job.warmup, job, "--warmup") if job.warmup else None
@@ -160,12 +160,12 @@ def _spec(path: str | None, job: Job, option: str) -> Spec:
 
 
 def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
-    """``--check-hosts``: the exchange of ``capture.host_check`` with the messages of
+    """``--check-hosts``: the exchange of ``capture.hosts.host_check`` with the messages of
     ``analysis.hosts.mismatch``. A process a peer stopped while it waits in a collective ends
     from the check's watcher, its end record written first; a wait for the peers' compiles
     ends as soon as the supervisor asks for a stop (``_StopRequests``)."""
     from recompile_cli.analysis.hosts import mismatch
-    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.capture.hosts.host_check import HostCheck
     from recompile_cli.exits import ExitCode
     from recompile_cli.render.escape import terminal
     from recompile_cli.session.model import Session

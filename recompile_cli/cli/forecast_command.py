@@ -105,7 +105,7 @@ def forecast(
 
 def _emit_plan(session: Session, to: Path, target: str) -> None:
     """Write the forecast's warm-up plan and say so on stderr (stdout is the report's)."""
-    from recompile_cli.analysis.planning import plan
+    from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.render.warmup_plan import render_plan, summary_text
 
     found = plan(session)

@@ -7,7 +7,7 @@ The supervisor (``cli.supervisor``) feeds it the records the measured process st
 (``observe``) and calls ``tick`` between them; it redraws at most ``REFRESH`` times a second. It
 costs the measured program nothing: it runs in the supervisor, from the stream that the
 recorder writes on the miss path anyway. The cause shown is the first difference from the
-closest earlier signature of that function (``analysis.nearest``), as the report names it.
+closest earlier signature of that function (``analysis.causes.nearest``), as the report names it.
 
 The line lives in the terminal's last row, below a scroll region that holds everything else,
 so that the target's own output (a progress bar of its own included) scrolls above it and the
@@ -22,8 +22,8 @@ import os
 import time
 from typing import Any, TextIO
 
-from recompile_cli.analysis.causes import diff_signatures
-from recompile_cli.analysis.nearest import SignatureIndex
+from recompile_cli.analysis.causes.explain import diff_signatures
+from recompile_cli.analysis.causes.nearest import SignatureIndex
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.render.escape import terminal
 from recompile_cli.session import codec

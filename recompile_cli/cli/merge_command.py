@@ -54,8 +54,8 @@ def merge(
     compile differently (compile counts, signatures, causes), call by call."""
     from recompile_cli.analysis.hosts.divergence import compare
     from recompile_cli.analysis.hosts.merge import merge_reports
-    from recompile_cli.render import cache_keys
     from recompile_cli.render.merged import render as render_merged
+    from recompile_cli.render.sections import cache_keys
     from recompile_cli.session.files import load_session
 
     def render(merged: Any, comparison: Any, fmt: str) -> str:

@@ -190,14 +190,14 @@ def jit_flags(names: str | None, nums: str | None) -> dict[str, tuple[Any, ...]]
 
 def warmup_plan(plan: Path | None, parallel: int | None) -> str | None:
     """``--after-warmup``'s plan as an absolute path, checked before anything runs
-    (``capture.warmup.check_plan``); ``--warmup-parallel`` alone is a usage error."""
+    (``capture.running.warmup.check_plan``); ``--warmup-parallel`` alone is a usage error."""
     if plan is None:
         if parallel is not None:
             raise RecompileError("--warmup-parallel is how many threads --after-warmup's plan "
                                  "compiles in: pass --after-warmup PLAN.py too, or leave "
                                  "--warmup-parallel out.")
         return None
-    from recompile_cli.capture.warmup import check_plan
+    from recompile_cli.capture.running.warmup import check_plan
 
     absolute = output.absolute(plan)
     assert absolute is not None

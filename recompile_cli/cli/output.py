@@ -105,10 +105,10 @@ def shown_path(path: Path) -> str:
 
 def for_process(path: Path | None, environment: Environment | None) -> Path | None:
     """``path`` with ``{process}`` and ``{host}`` filled in: from the recorded ``environment``
-    (after the run), else from the launcher's variables (``capture.process.output_path``)."""
+    (after the run), else from the launcher's variables (``capture.hosts.process.output_path``)."""
     if path is None or ("{process}" not in str(path) and "{host}" not in str(path)):
         return path
-    from recompile_cli.capture import process
+    from recompile_cli.capture.hosts import process
 
     index = host = None
     if environment is not None:

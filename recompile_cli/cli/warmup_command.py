@@ -1,7 +1,7 @@
 """``recompile-cli warmup SESSION -o warmup_plan.py``: a warm-up plan from a recorded run.
 
 Registered on the application in ``cli.app``. It reads a saved session (``--save``, ``--output
-FILE.json``, ``--events-log``), finds what can be replayed (``analysis.planning``), writes the
+FILE.json``, ``--events-log``), finds what can be replayed (``analysis.warmup.plan``), writes the
 plan's Python source (``render.warmup_plan``) atomically, and prints what it planned and what
 is not replayable, with why (``-f json``: the same as JSON). Exit codes: 0; 2 for a session
 that cannot be read, one recorded without JAX's internals (no signatures), or an output that
@@ -39,7 +39,7 @@ def warmup(
     """Write a warm-up plan: a Python module whose warm_up(parallel=None) compiles every
     signature the run compiled, ahead of time, on your own jitted functions; what cannot be
     replayed is listed with the reason."""
-    from recompile_cli.analysis.planning import plan
+    from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.errors import SessionFileError
     from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
     from recompile_cli.session.files import load_session

@@ -49,7 +49,7 @@ from recompile_cli.session.model import (
 )
 
 if TYPE_CHECKING:
-    from recompile_cli.analysis.warmup import Miss
+    from recompile_cli.analysis.warmup.coverage import Miss
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,7 +493,7 @@ def check_after_warmup(report: Report) -> list[Violation]:
     """One violation per function of yours that compiled after the warm-up plan, naming the
     signatures the plan lacked and their causes against the closest planned one; one when no
     warm-up was recorded (a gate that needs it never passes without it)."""
-    from recompile_cli.analysis.warmup import coverage
+    from recompile_cli.analysis.warmup.coverage import coverage
 
     found = coverage(report)
     if found is None:
@@ -522,7 +522,7 @@ def check_after_warmup(report: Report) -> list[Violation]:
 def describe_miss(miss: Miss) -> str:
     """``the plan lacks f(x=f32[7,8]): shape at x: f32[8,8] -> f32[7,8] against the closest
     planned signature (prog.py:7 (main))``."""
-    from recompile_cli.analysis.planning import signature_label
+    from recompile_cli.analysis.warmup.plan import signature_label
 
     event = miss.event
     against = ("" if miss.causes[0].code == CauseCode.FIRST_COMPILE

@@ -66,8 +66,8 @@ from types import TracebackType
 from typing import Any
 
 from recompile_cli import options
-from recompile_cli.capture import stack
-from recompile_cli.capture.host_check import HostsDiverged
+from recompile_cli.capture.code import stack
+from recompile_cli.capture.hosts.host_check import HostsDiverged
 from recompile_cli.exits import ExitCode
 from recompile_cli.guards import config as guard_config
 from recompile_cli.guards.config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
@@ -141,7 +141,7 @@ class Guard:
     def _warm_up(self, watch: Watch) -> None:
         from pathlib import Path
 
-        from recompile_cli.capture.warmup import run_plan
+        from recompile_cli.capture.running.warmup import run_plan
 
         assert self.config.after_warmup is not None
         done = run_plan(watch.recorder, Path(self.config.after_warmup),
@@ -296,7 +296,7 @@ def guard(max_compiles: int | Mapping[str, int] | None = None, *, warmup_calls: 
         check_hosts: in a multi-process job, check at each compile that every process
             compiles the same program, waiting ``host_timeout`` seconds for them; the compiling
             call raises ``HostsDiverged`` when they do not, and a process stopped by a peer
-            while it waits in a collective exits 3 (``capture.host_check``). A bool.
+            while it waits in a collective exits 3 (``capture.hosts.host_check``). A bool.
         host_timeout: seconds, a number above 0 and at most 86400 (checked even when
             ``check_hosts`` is False).
         after_warmup: a warm-up plan (``recompile-cli warmup SESSION -o PLAN.py``) run when
@@ -333,7 +333,7 @@ def _plan(path: str | os.PathLike[str] | None) -> str | None:
     """``after_warmup``'s plan as an absolute path, checked now (``ValueError`` naming it)."""
     if path is None:
         return None
-    from recompile_cli.capture.warmup import check_plan
+    from recompile_cli.capture.running.warmup import check_plan
     from recompile_cli.errors import TargetError
 
     try:

@@ -43,7 +43,7 @@ class GuardConfig:
     (``RECOMPILE_CLI_GUARD=raise:2,train_*=1``); None guards only the matching functions.
 
     ``host_timeout``: check the processes of a ``jax.distributed`` job against each other at
-    each compile, waiting this many seconds for them (``capture.host_check``); None: no.
+    each compile, waiting this many seconds for them (``capture.hosts.host_check``); None: no.
 
     ``after_warmup``: a warm-up plan (``recompile-cli warmup``) the guard runs when installed,
     in ``warmup_parallel`` threads; its compiles do not count, and the limits count the

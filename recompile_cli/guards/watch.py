@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import analyse_group
-from recompile_cli.capture import stack
+from recompile_cli.capture.code import stack
+from recompile_cli.capture.jax.arguments.signatures import TraceInfo
 from recompile_cli.capture.jax.listeners import is_registered, register_listener
-from recompile_cli.capture.jax.signatures import TraceInfo
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.guards.config import GuardConfig
 from recompile_cli.guards.errors import GuardViolation, inert
@@ -43,8 +43,8 @@ from recompile_cli.session.model import Event, Owner, Session, SlowCalls, functi
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
-    from recompile_cli.analysis.warmup import Miss
-    from recompile_cli.capture.host_check import HostCheck
+    from recompile_cli.analysis.warmup.coverage import Miss
+    from recompile_cli.capture.hosts.host_check import HostCheck
 
 
 Act = Callable[[GuardViolation, "types.FrameType | None"], None]
@@ -75,7 +75,7 @@ class Watch:
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
         if config.host_timeout is not None:  # a peer's stop ends this process from the check's
             from recompile_cli.analysis.hosts import mismatch  # watcher: its message on stderr
-            from recompile_cli.capture.host_check import HostCheck
+            from recompile_cli.capture.hosts.host_check import HostCheck
             from recompile_cli.render.escape import terminal
 
             self.hosts = HostCheck(config.host_timeout, mismatch.mismatch, mismatch.missing,
@@ -311,11 +311,12 @@ def _at(frame: types.FrameType | None) -> str:
 
 
 def _after_warmup(report: Report, event: Event) -> Miss | None:
-    """The ``analysis.warmup.Miss`` of ``event`` when a warm-up plan ran before it, else None."""
+    """The ``analysis.warmup.coverage.Miss`` of ``event`` when a warm-up plan ran before it, else
+    None."""
     warmup = report.session.warmup
     if warmup is None:
         return None
-    from recompile_cli.analysis.warmup import after_warmup, misses
+    from recompile_cli.analysis.warmup.coverage import after_warmup, misses
 
     return next((m for m in misses(report, after_warmup(warmup), owners=tuple(Owner))
                  if m.event.seq == event.seq), None)

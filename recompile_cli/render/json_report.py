@@ -1,6 +1,6 @@
 """The JSON report (``schema_version`` 1): the saved session (``session.codec``) plus the
 analysis: totals, functions, cause_table, each event's kind, cause and causes, suggestions,
-compile_cost and slow_calls (``render.slow_calls``).
+compile_cost and slow_calls (``render.sections.slow_calls``).
 One field per line and one event per line; NaN and infinities are written as ``null``.
 
 Each event is the saved session's event with ``kind``, ``cause`` and ``causes`` appended: the
@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render import compile_cost, eager_lines, slow_calls, warmup_coverage
+from recompile_cli.render.sections import compile_cost, eager_lines, slow_calls, warmup_coverage
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 

@@ -1,6 +1,6 @@
 """The human report, as terminal text or GitHub-flavoured Markdown (same sections, same order):
-the headline (your functions first, ``render.headline``), the cost-ranked causes, the functions,
-the events, suggestions and warnings.
+the headline (your functions first, ``render.sections.headline``), the cost-ranked causes, the
+functions, the events, suggestions and warnings.
 
 Columns that say nothing (``calls`` when calls were not counted) are left out of both. On the
 terminal everything fits its width (``render.fit``): tables give way column by column and
@@ -14,19 +14,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.analysis.cache_outcomes import outcomes
+from recompile_cli.analysis.cache.outcomes import outcomes
 from recompile_cli.analysis.report import FunctionRow, Report, RowKind
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.render import (
+from recompile_cli.render import escape, fit
+from recompile_cli.render.sections import (
     cache_keys,
     compile_cost,
     eager_lines,
-    escape,
-    fit,
     slow_calls,
     warmup_coverage,
 )
-from recompile_cli.render.headline import headline
+from recompile_cli.render.sections.headline import headline
 from recompile_cli.session.locations import display as location
 from recompile_cli.session.locations import relative, relative_in
 from recompile_cli.session.model import CauseCode, Event, Owner

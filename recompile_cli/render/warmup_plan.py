@@ -20,7 +20,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from recompile_cli.analysis.planning import (
+from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.warmup.plan import (
     Plan,
     Planned,
     checked_value,
@@ -29,8 +30,7 @@ from recompile_cli.analysis.planning import (
     reference,
     unplayable_by_reason,
 )
-from recompile_cli.analysis.planning import check_placement as _check_placement
-from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.warmup.plan import check_placement as _check_placement
 from recompile_cli.render.escape import python_comment, python_string, terminal
 from recompile_cli.session.codec import indented
 from recompile_cli.session.locations import relative

@@ -36,7 +36,7 @@ class KeyConstant:
 
 @dataclass(frozen=True, slots=True)
 class CacheKeyInfo:
-    """JAX's persistent-cache key of one compile, taken apart (``capture.jax.cache_key``).
+    """JAX's persistent-cache key of one compile, taken apart (``capture.jax.programs.cache_key``).
 
     ``parts``: JAX's key parts (``computation``, ``jax_lib version``, ``backend version``,
     ``XLA flags``, ``compile_options``, ``accelerator_config``, ``compression``,

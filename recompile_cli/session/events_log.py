@@ -65,7 +65,7 @@ class EventLog:
         self._write(codec.LogEvent(event.seq, event))
 
     def warmup(self, warmup: Warmup) -> None:
-        """The warm-up plan that just ended (``capture.warmup``)."""
+        """The warm-up plan that just ended (``capture.running.warmup``)."""
         self._write(codec.LogWarmup(warmup))
 
     def slow_calls(self, group_id: int, group: SlowCalls) -> None:

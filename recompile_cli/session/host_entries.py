@@ -1,6 +1,6 @@
 """What one process of a job tells its peers about one compile under ``--check-hosts``.
 
-An ``Entry`` is written by ``capture.host_check`` into JAX's distributed key-value store and
+An ``Entry`` is written by ``capture.hosts.host_check`` into JAX's distributed key-value store and
 read back by every peer (``encode_entry`` / ``decode_entry``, compact JSON through the session
 codec). ``analysis.host_mismatch`` compares entries. Nothing here imports JAX.
 """

@@ -118,7 +118,7 @@ class Signature:
     statics are compared as JAX compares them; where it is empty (sessions saved before it
     existed), by their text.
     ``created_at`` is the ``file:line`` of the user's code that made the function object, where
-    it is known (``capture.origins.creation_site``); no cache key depends on it.
+    it is known (``capture.code.origins.creation_site``); no cache key depends on it.
     """
 
     leaves: dict[str, Leaf] = field(default_factory=dict)
@@ -208,8 +208,8 @@ class ConstantCost:
 
 @dataclass(frozen=True, slots=True)
 class CompileCost:
-    """What one compiled program is made of (``capture.jax.cost``): its jaxpr equations (bodies
-    of control flow counted once; ``walked`` < ``equations`` when attribution stopped at the
+    """What one compiled program is made of (``capture.jax.programs.cost``): its jaxpr equations
+    (bodies of control flow counted once; ``walked`` < ``equations`` when attribution stopped at the
     cap), the top lines of the user's code by equations, the lowered module's operations, the
     constants baked in, and the jitted functions inlined into it (name, equations)."""
 
@@ -218,7 +218,7 @@ class CompileCost:
     walked: Count = 0
     lines: tuple[LineCost, ...] = ()
     module_ops: Count | None = None
-    # module_ops is a lower bound: the walk stopped at capture.jax.cost.MODULE_OP_LIMIT
+    # module_ops is a lower bound: the walk stopped at capture.jax.programs.cost.MODULE_OP_LIMIT
     module_ops_bounded: bool = False
     constants: Count = 0
     constants_bytes: Bytes = 0

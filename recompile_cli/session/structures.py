@@ -72,8 +72,8 @@ class Note:
     ``aux``); ``unequal``: how many earlier values of the path print the same but compare
     unequal (0: none), with the value's ``type`` and whether it compares by ``identity``;
     ``mode``: the value is a Python bool that the library class holding it branches on in
-    Python (a mode switch: ``capture.branches``); ``function``: the value is a function,
-    shown by its name (``capture.function_names``)."""
+    Python (a mode switch: ``capture.code.branches``); ``function``: the value is a function,
+    shown by its name (``capture.code.function_names``)."""
 
     kind: str
     unequal: int = 0

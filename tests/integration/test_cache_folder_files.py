@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from jax_support import requires_private_hooks
 
-from recompile_cli.capture.jax.cache_key import TIMES_FOLDER
+from recompile_cli.capture.jax.programs.cache_key import TIMES_FOLDER
 
 PROGRAM = """
 import jax

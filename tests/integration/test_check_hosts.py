@@ -22,7 +22,7 @@ from helpers import SAMPLES
 from jax_support import PRIVATE_HOOKS, requires_private_hooks
 from test_multiprocess import SCRIPT, free_port, run_job
 
-from recompile_cli.capture.process import LAUNCHER_VARIABLES
+from recompile_cli.capture.hosts.process import LAUNCHER_VARIABLES
 from recompile_cli.session.files import load_session
 
 CHECK = ("--check-hosts", "--host-timeout", "20")

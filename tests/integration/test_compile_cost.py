@@ -19,7 +19,7 @@ import pytest
 from helpers import SAMPLES, budget, on_python_path
 from jax_support import requires_private_hooks
 
-from recompile_cli.capture.jax import cost as jax_cost
+from recompile_cli.capture.jax.programs import cost as jax_cost
 from recompile_cli.capture.recorder import Recorder
 
 HEAVY = SAMPLES / "heavy.py"

@@ -16,8 +16,7 @@ from helpers import budget
 from jax_support import requires_private_hooks
 
 import recompile_cli
-from recompile_cli.capture import cache_key_text
-from recompile_cli.capture.jax import cache_key, cost, module_constants
+from recompile_cli.capture.jax.programs import cache_key, cache_key_text, cost, module_constants
 from recompile_cli.capture.recorder import Recorder
 
 TRAIN_EVAL = '''

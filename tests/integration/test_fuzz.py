@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recompile_cli.capture.loader import resolver
+from recompile_cli.capture.running.loader import resolver
 from recompile_cli.errors import BudgetError, RecompileError, SessionFileError, SpecError
 from recompile_cli.gate.budgets import BudgetFile, load_budget_file
 from recompile_cli.inputs.materialize import materialize

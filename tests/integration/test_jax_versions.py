@@ -17,7 +17,8 @@ from jax._src import monitoring as jax_monitoring
 from jax_support import PRIVATE_HOOKS, requires_private_hooks
 
 from recompile_cli.capture.jax import hooks as jax_internals
-from recompile_cli.capture.jax import listeners, signatures
+from recompile_cli.capture.jax import listeners
+from recompile_cli.capture.jax.arguments import signatures
 from recompile_cli.capture.recorder import Recorder
 
 MODES = ["private", "public-only"]

@@ -15,7 +15,7 @@ import pandas as pd
 from helpers import budget
 from jax_support import requires_private_hooks
 
-from recompile_cli.capture.jax.cost import MODULE_OP_LIMIT
+from recompile_cli.capture.jax.programs.cost import MODULE_OP_LIMIT
 
 # Each lax.add of a scalar lowers to 2 operations (the add and its constant): 250,000 in all.
 # ``* 0`` lets XLA fold the chain away, so the compile stays short (the lowering is the work).

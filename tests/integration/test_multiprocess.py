@@ -23,7 +23,7 @@ from builders import ENV, f32_event, session
 from helpers import SAMPLES
 from jax_support import PRIVATE_HOOKS
 
-from recompile_cli.capture.process import LAUNCHER_VARIABLES
+from recompile_cli.capture.hosts.process import LAUNCHER_VARIABLES
 from recompile_cli.session.files import load_session, save_session
 
 SCRIPT = SAMPLES / "distributed_step.py"

@@ -10,7 +10,8 @@ from jax._src import pjit
 from jax_support import requires_private_hooks
 
 from recompile_cli.analysis.report import build_report
-from recompile_cli.capture.jax import hooks, signatures
+from recompile_cli.capture.jax import hooks
+from recompile_cli.capture.jax.arguments import signatures
 from recompile_cli.capture.recorder import Recorder
 
 

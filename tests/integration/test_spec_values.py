@@ -12,7 +12,7 @@ import pytest
 from builders import write
 from jax_support import requires_private_hooks
 
-from recompile_cli.capture.loader import resolver
+from recompile_cli.capture.running.loader import resolver
 from recompile_cli.inputs.materialize import materialize
 from recompile_cli.inputs.spec import (
     DTYPES,

@@ -270,7 +270,7 @@ def test_the_guard_runs_the_plan_and_raises_on_a_signature_it_lacks(tmp_path, mo
 
     with recompile_cli.record() as rec:
         guarded_loop.main([32, 16])
-    from recompile_cli.analysis.planning import plan
+    from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.render.warmup_plan import render_plan
 
     path = tmp_path / "plan.py"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.causes import _explain_without_retrace, diff_signatures
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.explain import _explain_without_retrace, diff_signatures
 from recompile_cli.session.model import CauseCode, Event, Signature, function_key
 
 

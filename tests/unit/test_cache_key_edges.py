@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 from builders import ENV, event, session
 
-from recompile_cli.analysis.cache_keys import diff_sessions
-from recompile_cli.capture.cache_key_text import ELIDED, normalise
-from recompile_cli.render.cache_keys import comparison_lines
+from recompile_cli.analysis.cache.keys import diff_sessions
+from recompile_cli.capture.jax.programs.cache_key_text import ELIDED, normalise
+from recompile_cli.render.sections.cache_keys import comparison_lines
 from recompile_cli.session.cache_key import CacheKeyInfo
 from recompile_cli.session.model import HookMode
 

@@ -1,15 +1,15 @@
-"""The normalised fingerprint of a lowered program's text (capture.cache_key_text), and how two
-cache keys are explained (analysis.cache_keys) and shown (render.cache_keys), without JAX."""
+"""The normalised fingerprint of a lowered program's text (capture.jax.programs.cache_key_text), and how two
+cache keys are explained (analysis.cache.keys) and shown (render.sections.cache_keys), without JAX."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
-from recompile_cli.analysis.cache_keys import CONSTANTS_FIX, KeyPart, compare, explain
-from recompile_cli.analysis.cache_outcomes import outcomes
-from recompile_cli.capture.cache_key_text import normalise, strip_locations
-from recompile_cli.render.cache_keys import (
+from recompile_cli.analysis.cache.keys import CONSTANTS_FIX, KeyPart, compare, explain
+from recompile_cli.analysis.cache.outcomes import outcomes
+from recompile_cli.capture.jax.programs.cache_key_text import normalise, strip_locations
+from recompile_cli.render.sections.cache_keys import (
     comparison_lines,
     merged_text,
     missed_line,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from builders import brief, event, explain, last, leaf, sig
 
-from recompile_cli.analysis.causes import explain_events
+from recompile_cli.analysis.causes.explain import explain_events
 from recompile_cli.session.model import CauseCode, Change, TraceError
 
 X3 = leaf("f32", 3)

@@ -14,7 +14,7 @@ from builders import event, session
 from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.compile_cost import NO_PRIVATE_HOOKS, analyse_cost, size_text
 from recompile_cli.analysis.report import build_report
-from recompile_cli.capture import cost_lines
+from recompile_cli.capture.jax.programs import cost_lines
 from recompile_cli.errors import BudgetError, SessionFileError
 from recompile_cli.gate.against_baseline import NOISE_FLOOR_SECONDS, compile_regressions
 from recompile_cli.gate.baseline import Baseline, load_baseline, save_baseline
@@ -103,7 +103,7 @@ def test_a_small_inlined_function_is_not_named(equations):
 
 
 def test_a_capped_attribution_is_said():
-    from recompile_cli.render.compile_cost import section, summary
+    from recompile_cli.render.sections.compile_cost import section, summary
 
     capped = dataclasses.replace(COST, equations=90_000, walked=50_000)
     (line,) = summary(section(build_report(session([costed(cost=capped)]))))

@@ -12,7 +12,7 @@ import types
 import pytest
 
 from recompile_cli.analysis.report import package_of, shown_name
-from recompile_cli.capture import origins
+from recompile_cli.capture.code import origins
 from recompile_cli.session.model import FunctionKind, Owner
 
 

@@ -1,4 +1,4 @@
-"""``--check-hosts``' exchange (``capture.host_check``) between processes simulated by threads
+"""``--check-hosts``' exchange (``capture.hosts.host_check``) between processes simulated by threads
 over an in-memory store, without JAX: only programs that span processes are exchanged, numbered
 per function; and every message it raises or prints is inert (``host_guard``)."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from recompile_cli import options
 from recompile_cli.analysis.hosts import mismatch as host_mismatch
-from recompile_cli.capture.host_check import HostCheck, HostsDiverged
+from recompile_cli.capture.hosts.host_check import HostCheck, HostsDiverged
 from recompile_cli.capture.jax import distributed
 from recompile_cli.render.escape import terminal
 from recompile_cli.session.host_entries import entry_of

@@ -3,7 +3,7 @@
 Every import counts: module-level, function-local and type-only ones. Data flows one way,
 inputs -> capture -> session -> analysis -> render and gate, and no two modules import each
 other, directly or around a circle. Only ``capture/jax/`` imports JAX's private modules
-(``jax._src``), and the front doors (``api/``, ``guards/``, ``cli/``) stand side by side: none
+(``jax._src``), no folder holds more than 15 modules, and the front doors (``api/``, ``guards/``, ``cli/``) stand side by side: none
 reaches into another's modules but for the guard's public errors.
 """
 
@@ -137,6 +137,24 @@ def test_front_doors_do_not_reach_into_each_other():
 def test_the_top_level_holds_at_most_eight_modules():
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(top) <= 8, top
+
+
+MAX_FOLDER = 15  # modules of one folder (its __init__ aside); past that, sub-folders by concept
+
+
+def test_no_folder_holds_more_than_fifteen_modules():
+    crowded = sorted((folder.relative_to(PACKAGE.parent).as_posix(), count)
+                     for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]
+                     if (count := len([m for m in folder.glob("*.py")
+                                       if m.name != "__init__.py"])) > MAX_FOLDER)
+    assert crowded == []
+
+
+def test_every_folder_of_modules_is_a_package_that_says_what_it_owns():
+    for folder in {path.parent for path in PACKAGE.rglob("*.py")}:
+        init = folder / "__init__.py"
+        assert init.exists(), folder
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), init
 
 
 def test_no_import_cycles():

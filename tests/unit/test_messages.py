@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from builders import leaf, numbered, session, sig
 
-from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.messages import advice, collapsed, describe
 from recompile_cli.analysis.report import build_report
 from recompile_cli.session.model import CauseCode

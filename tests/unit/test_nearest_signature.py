@@ -6,7 +6,7 @@ from brute_force import explain_events_brute_force, nearest_brute_force
 from builders import brief, last, leaf, sig
 from random_sessions import random_session
 
-from recompile_cli.analysis.causes import (
+from recompile_cli.analysis.causes.explain import (
     SignatureIndex,
     diff_signatures,
     explain_events,

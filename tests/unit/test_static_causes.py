@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from builders import brief, event, explain, last, leaf, sig
 
-from recompile_cli.analysis.causes import (
+from recompile_cli.analysis.causes.explain import (
     NEW_OBJECT_SAME_TEXT,
     PRINTS_SAME_UNEQUAL,
     STATIC_FIELD,

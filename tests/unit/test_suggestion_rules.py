@@ -11,7 +11,7 @@ from builders import event, leaf, numbered, sig
 
 from recompile_cli.analysis.advice import rules
 from recompile_cli.analysis.advice.suggest import Suggestion, gather, suggest
-from recompile_cli.analysis.causes import explain_events
+from recompile_cli.analysis.causes.explain import explain_events
 from recompile_cli.session.model import Change, Event, Signature, StaticClass, TraceError
 from recompile_cli.session.structures import Note, node_map_text, with_note
 

@@ -12,8 +12,8 @@ from builders import event, leaf, session, sig
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recompile_cli.analysis import planning
-from recompile_cli.analysis.planning import Unwritable, plan
+from recompile_cli.analysis.warmup import plan as planning
+from recompile_cli.analysis.warmup.plan import Unwritable, plan
 from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
 from recompile_cli.session.warmup import (
     Argument,

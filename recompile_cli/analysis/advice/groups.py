@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from recompile_cli.analysis.advice import predict
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.nearest import top_name
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.nearest import top_name
 from recompile_cli.session.model import CauseCode, Event, Leaf, Signature
 from recompile_cli.session.structures import (
     Note,

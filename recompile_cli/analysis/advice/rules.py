@@ -24,7 +24,7 @@ from recompile_cli.analysis.advice.groups import (
     recreated,
     structural,
 )
-from recompile_cli.analysis.causes import AUX_DATA, PRINTS_SAME_UNEQUAL, STATIC_FIELD
+from recompile_cli.analysis.causes.explain import AUX_DATA, PRINTS_SAME_UNEQUAL, STATIC_FIELD
 from recompile_cli.session.model import CauseCode
 
 C = CauseCode

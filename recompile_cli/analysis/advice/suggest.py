@@ -18,7 +18,7 @@ from enum import StrEnum
 from recompile_cli.analysis.advice import predict
 from recompile_cli.analysis.advice.groups import Group
 from recompile_cli.analysis.advice.rules import PER_FUNCTION, advise
-from recompile_cli.analysis.cause import Cause
+from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.model import CauseCode, Event, Owner, TraceError, function_key
 

@@ -21,7 +21,7 @@ from recompile_cli.analysis.advice.groups import (
     raw_key,
     without_address,
 )
-from recompile_cli.analysis.nearest import top_name
+from recompile_cli.analysis.causes.nearest import top_name
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import FunctionKind, Leaf, StaticClass

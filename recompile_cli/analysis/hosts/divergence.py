@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.causes import explain_events
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.explain import explain_events
 from recompile_cli.analysis.hosts.merge import Part
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import Event, Owner, function_key

@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from recompile_cli.analysis.cause import Cause
-from recompile_cli.analysis.causes import explain_events
+from recompile_cli.analysis.causes.cause import Cause
+from recompile_cli.analysis.causes.explain import explain_events
 from recompile_cli.errors import MergeError
 from recompile_cli.session.model import (
     Event,

@@ -1,6 +1,6 @@
 """Why the processes of a job stopped under ``--check-hosts``: one paragraph from their entries.
 
-``capture.host_check`` exchanges one ``Entry`` per compile and process; this module turns the
+``capture.hosts.host_check`` exchanges one ``Entry`` per compile and process; this module turns the
 entries of one compile into the message every process stops with. ``mismatch`` compares the
 entries of processes that all compiled (None when they agree); ``missing`` explains processes
 that sent nothing within the timeout, with what each of them compiled last of the same
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from recompile_cli.analysis.causes import diff_signatures
+from recompile_cli.analysis.causes.explain import diff_signatures
 from recompile_cli.session.host_entries import Entry
 from recompile_cli.session.locations import relative
 

@@ -3,7 +3,7 @@
 ``jax.distributed.initialize`` starts a coordination service on process 0 and connects every
 process to it with a client, ``jax._src.distributed.global_state.client`` (private). The client
 has a key-value store that every process of the job reads and writes; ``--check-hosts``
-(``capture.host_check``) exchanges its entries there, so that no other server is needed.
+(``capture.hosts.host_check``) exchanges its entries there, so that no other server is needed.
 
 Checked on JAX 0.10.2 and 0.12.0.1 (``DistributedRuntimeClient``): ``key_value_set(key, value,
 allow_overwrite=False)``, ``blocking_key_value_get(key, timeout_in_ms)`` (raises on timeout),
@@ -13,7 +13,7 @@ Everything is feature-detected: ``connect()`` returns None (and ``why_not()`` sa
 the job has one process, ``initialize`` has not run, or the client lacks a method. No method of
 ``Store`` raises: a failed read is ``None`` (missing), a failed write ``False``.
 
-It also answers, without starting JAX's backend, the two questions ``capture.process`` asks to
+It also answers, without starting JAX's backend, the two questions ``capture.hosts.process`` asks to
 name this process: whether the backend has started (``xla_bridge.backends_are_initialized``,
 private) and which process index and count ``jax.distributed.initialize`` was given.
 """
@@ -145,7 +145,7 @@ def connect() -> Store | None:
 # -- programs that span processes --------------------------------------------------------------
 # Whether a program just lowered runs on devices of other processes of a ``jax.distributed`` job.
 #
-# ``--check-hosts`` (``capture.host_check``) compares only such programs across processes: a
+# ``--check-hosts`` (``capture.hosts.host_check``) compares only such programs across processes: a
 # program whose devices all belong to this process (a metrics helper jitted on process 0 alone)
 # runs no collective with the other processes, so they need not compile it, nor in the same order.
 #

@@ -26,18 +26,19 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
-import os
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recompile_cli.capture.jax import distributed, signatures
+from recompile_cli.capture.code import stack
+from recompile_cli.capture.jax import distributed
+from recompile_cli.capture.jax.arguments import signatures
+from recompile_cli.capture.jax.arguments.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.jax.flatten_cost import flatten_cost
-from recompile_cli.capture.jax.signatures import LowerInfo, TraceInfo
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # recompile_cli/
+_PACKAGE_DIR = stack.OWN_DIR  # recompile_cli/: its frames are never the user's lines
 _EXCLUDED = False
 
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from recompile_cli.capture import stack
+from recompile_cli.capture.code import stack
 from recompile_cli.session.model import Owner
 from recompile_cli.session.warmup import (
     Argument,

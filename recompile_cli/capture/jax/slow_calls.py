@@ -45,10 +45,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.capture import stack
-from recompile_cli.capture.jax.cost import user_location
+from recompile_cli.capture.code import stack
+from recompile_cli.capture.jax.arguments.signatures import arg_names, name_and_location
 from recompile_cli.capture.jax.hooks import restore
-from recompile_cli.capture.jax.signatures import arg_names, name_and_location
+from recompile_cli.capture.jax.programs.cost import user_location
 from recompile_cli.session.model import CallKind, SlowReason
 
 # The parameters each patched function must start with (JAX 0.10.2 and 0.12.0.1).

@@ -3,23 +3,23 @@ the same report as a piece of HTML for a notebook's output (``RecompileReport._r
 
 Both show the same sections, in the order a person acts on them: the summary (what a
 public-only recording cannot tell, when it is one; cards and one line per function of yours,
-then JAX's and libraries' and the run's totals: ``render.headline``), then what to fix (gate
-violations when given, the failure of the recorded code, the suggestions, the re-compilations
-ranked by cost), then pictures (``render.charts``: compile seconds per function split by cause;
+then JAX's and libraries' and the run's totals: ``render.sections.headline``), then what to fix
+(gate violations when given, the failure of the recorded code, the suggestions, the re-compilations
+ranked by cost), then pictures (``render.html.charts``: compile seconds per function split by cause;
 for a shape sweep the sizes seen and the proposed bucket edges), then the reference: the compile
-timeline (``render.timeline``), the functions, the compile cost (``render.compile_cost``), the
-events and the warnings (stale captures included). A long table, the timeline and the events
-are folded (``<details>``: the heading and row count show, a click opens them). Their style and
-the page's script are package files (``assets/report.css``, ``assets/report.js``) written into
-the HTML, so that no network access is needed to open it; the fragment has no script. Click a
-column header of the page to sort its table (again to reverse).
+timeline (``render.html.timeline``), the functions, the compile cost
+(``render.sections.compile_cost``), the events and the warnings (stale captures included). A long
+table, the timeline and the events are folded (``<details>``: the heading and row count show, a
+click opens them). Their style and the page's script are package files (``assets/report.css``,
+``assets/report.js``) written into the HTML, so that no network access is needed to open it; the
+fragment has no script. Click a column header of the page to sort its table (again to reverse).
 
 Every value from the session (names, values, paths, messages) is written through
 ``escape.html``, in text, tables, SVG labels and tooltips alike; nothing from it becomes markup.
 Advice quotes values in `code spans`: ``escape.html_prose`` makes them ``<code>`` elements.
 
 The report stays the same size however long the run: the events table lists its first
-``MAX_EVENT_ROWS`` rows and says how many there are, and the timeline (``render.timeline``) has
+``MAX_EVENT_ROWS`` rows and says how many there are, and the timeline (``render.html.timeline``) has
 a bounded number of rows and marks."""
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
 from recompile_cli.analysis.sweeps import sweeps
-from recompile_cli.render import compile_cost, eager_lines, merged, slow_calls
+from recompile_cli.render import merged
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
-from recompile_cli.render.headline import headline
 from recompile_cli.render.html import charts
 from recompile_cli.render.html.timeline import timeline
+from recompile_cli.render.sections import compile_cost, eager_lines, slow_calls
+from recompile_cli.render.sections.headline import headline
 from recompile_cli.render.table import (
     SAY_NOTHING_AT_ZERO,
     Table,

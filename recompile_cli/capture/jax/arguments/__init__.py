@@ -1,0 +1,5 @@
+"""What a traced call's arguments look like, read from JAX's objects: the signature of each
+trace (``signatures``), Python scalars among its leaves (``scalars``), pytree structures
+(``pytrees``), a library wrapper's view of its arguments (``wrapped``), values compared as JAX
+compares them (``equality``) and the calls JAX refused (``refusals``).
+"""
