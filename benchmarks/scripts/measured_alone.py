@@ -13,8 +13,8 @@ import sys
 
 import msgspec
 
+from recompile_cli.cli import spawn
 from recompile_cli.cli.child import ENV, Job
-from recompile_cli.cli.supervisor import _BOOTSTRAP, _ROOT
 
 flags = sys.argv[1:-1]
 sink, control = os.open(os.devnull, os.O_WRONLY), os.open(os.devnull, os.O_RDONLY)
@@ -22,4 +22,5 @@ os.set_inheritable(sink, True)
 os.set_inheritable(control, True)
 job = Job(kind="script", target=sys.argv[-1], log_fd=sink, control_fd=control)
 os.environ[ENV] = msgspec.json.encode(job).decode()
-os.execv(sys.executable, [sys.executable, *flags, "-c", _BOOTSTRAP.format(root=_ROOT)])
+python, *rest = spawn.command()
+os.execv(python, [python, *flags, *rest])

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-ENV = "RECOMPILE_CLI_CHILD"
+ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
+JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``cli.prestart``)
 
 if TYPE_CHECKING:
     from recompile_cli.capture.hosts.host_check import HostCheck
@@ -67,6 +68,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     compilation_cache: str | None = None
     after_warmup: str | None = None  # a warm-up plan run before the workload (its path)
     warmup_parallel: int | None = None
+    stdout_to_stderr: bool = False  # the report goes to stdout: the target's output to stderr
 
 
 def main() -> None:
@@ -77,6 +79,8 @@ def main() -> None:
     exits.defer_signals()
     job = _job()
     os.set_inheritable(job.log_fd, False)
+    if job.stdout_to_stderr:
+        os.dup2(2, 1)
     log = EventLog(fd=job.log_fd)
     stop = _StopRequests(job.control_fd)
     hosts = _host_check(job, log, stop) if job.host_timeout is not None else None
@@ -97,12 +101,34 @@ def main() -> None:
 
 
 def _job() -> Job:
-    raw = os.environ.pop(ENV, None)
+    """The job: in the environment, or (a child started before the command line was read,
+    ``cli.prestart``) on a pipe, once JAX and the recorder are imported. A pipe closed without
+    a job (the command stopped before its run) ends this process: nothing of a target ran."""
+    raw: str | bytes | None = os.environ.pop(ENV, None)
+    pipe = os.environ.pop(JOB_FD_ENV, None)
+    if raw is None and pipe is not None:
+        try:  # what every job needs first; an import that fails fails again, reported, later
+            import recompile_cli.capture.running.runner  # noqa: F401  (imports JAX)
+        except Exception:
+            pass
+        raw = _read_all(int(pipe))
+        if not raw:
+            os._exit(0)
     if raw is None:
         print("recompile_cli.cli.child is the measured process of `recompile-cli run`, "
               "`profile`, `check` and `forecast`; it is not run by hand.", file=sys.stderr)
         raise SystemExit(2)
     return msgspec.json.decode(raw, type=Job)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _run(job: Job, log: EventLog, hosts: HostCheck | None

@@ -1,17 +1,19 @@
 """The supervisor: the measured program runs in a child process (``cli.child``); this process
 owns the verdict.
 
-``supervise`` starts the child with a ``Job`` and reads the events log it streams over a
-pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log`` as
-it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
+``supervise`` starts the child with a ``Job`` (``cli.spawn``; or hands the job to the child
+``cli.prestart`` started before the options were read) and reads the events log it streams
+over a pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log``
+as it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
 session as far as it reached the pipe, and how the child ended. Nothing the child does changes
 that: a target that calls ``os._exit`` (in the script, a thread, an ``atexit`` handler or a spec
 factory), crashes in native code, is killed, or closes its ``sys.stdout`` leaves a session that
 says so in its failure, and a run that did not finish normally is never a success (the
 commands then exit 3, ``exits.ExitCode.TARGET_RAISED``).
 
-Signals: the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
-so that a signal while Python and JAX start never ends in a traceback. A signal that reaches
+Signals: the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers
+(``cli.spawn``), so that a signal while Python and JAX start never ends in a traceback. A signal
+that reaches
 this process before the child has started recording ends the child at once (SIGKILL: nothing of
 the target has run). Later, the first Ctrl-C or SIGTERM is passed to the child, which stops the
 target and writes its end record (a Ctrl-C typed at a terminal reaches both; the child takes
@@ -37,40 +39,17 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-import recompile_cli
 from recompile_cli import exits
-from recompile_cli.cli.child import ENV, Job
+from recompile_cli.cli import prestart, spawn
+from recompile_cli.cli.child import Job
 from recompile_cli.errors import RecompileError, SessionFileError
 
 if TYPE_CHECKING:
     from recompile_cli.session.events_log import EventLog, LogReader
     from recompile_cli.session.model import Outcome, Session
 
-_PR_SET_PDEATHSIG = 1  # prctl(2), Linux
-
-
-def _libc() -> Any:
-    """The C library, for ``prctl`` on Linux (loaded before any fork: ``_prepare_child`` runs
-    between fork and exec, where nothing may be imported); None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError):
-        return None
-
-
-_LIBC = _libc()
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL for a child past its --timeout
 POLL = 0.25  # the longest wait between looks at signals, the timeout and the live line
-_ROOT = str(Path(recompile_cli.__file__).resolve().parent.parent)  # where the package lives
-# The child's first act: import this package from where the supervisor's came from, then leave
-# sys.path as `python SCRIPT` has it (the runner puts the script's folder first).
-_BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.cli.child import "
-              "main; sys.path.remove({root!r}); sys.flags.safe_path or sys.path[0] != '' or "
-              "sys.path.pop(0); main()")
 
 
 class Observer(Protocol):
@@ -123,31 +102,28 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
         KeyboardInterrupt, exits.Terminated: a signal came before the child started.
     """
     exits.raise_pending()  # a signal while the tool started: the target never starts
-    read_end, write_end = os.pipe()
-    control_read, control_write = os.pipe()
-    env = dict(os.environ)
-    env[ENV] = msgspec.json.encode(msgspec.structs.replace(
-        job, log_fd=write_end, control_fd=control_read)).decode()
-    signals = _Signals(control=control_write)
+    out, err = _Output(sys.stdout), _Output(sys.stderr)
+    job = msgspec.structs.replace(job, stdout_to_stderr=stdout_to_stderr)
+    signals = _Signals()
     started = time.monotonic()
     copy: EventLog | None = None
-    out, err = _Output(sys.stderr if stdout_to_stderr else sys.stdout), _Output(sys.stderr)
+    child: spawn.Started | None = None
     try:
         with _handling(signals):
-            signals.process = process = subprocess.Popen(
-                [sys.executable, "-c", _BOOTSTRAP.format(root=_ROOT)],
-                pass_fds=(write_end, control_read),
-                env=env, cwd=cwd, stdout=out.target, stderr=err.target,
-                preexec_fn=_prepare_child)
-            for fd in (write_end, control_read):
-                os.close(fd)
-            write_end = control_read = -1
+            child = prestart.take(os.environ, cwd=cwd, stdout=out.target, stderr=err.target)
+            if child is not None:  # started before the options were read, waiting for its job
+                child.send(job)
+            else:
+                child = spawn.start(job, os.environ, cwd=cwd, stdout=out.target,
+                                    stderr=err.target)
+            signals.control = child.control
+            process = signals.process = child.process
             _prefetch()  # while the child imports JAX: nothing of it was needed before
             from recompile_cli.session.events_log import EventLog, LogReader
 
             copy = EventLog(events_log) if events_log is not None else None
             stream = _Stream(LogReader("the measured process's events"), copy, observer, signals)
-            sources = {read_end: stream.take, **out.source(process.stdout),
+            sources = {child.log: stream.take, **out.source(process.stdout),
                        **err.source(process.stderr)}
             timed_out = _follow(process, sources, signals, observer, timeout, started)
             stream.take(b"", last=True)
@@ -155,9 +131,8 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
                 if pipe is not None:
                     pipe.close()
     finally:
-        for fd in (read_end, write_end, control_read, control_write):
-            if fd >= 0:
-                os.close(fd)
+        if child is not None:
+            child.close()
         if copy is not None:
             copy.close()
     outcome = _outcome(job, stream, process.returncode, timed_out, signals.received,
@@ -235,18 +210,6 @@ class _Output:
                 buffer.flush()
             else:
                 self.stream.write(chunk.decode(errors="replace"))
-
-
-def _prepare_child() -> None:
-    """In the child before it runs Python (``preexec_fn``; this process has no other thread).
-    Ctrl-C and SIGTERM are ignored, so that Python installs no handler of its own for them
-    during start-up (``cli.child`` sets its handlers first thing); and on Linux the child is
-    killed when this process dies, so that a supervisor killed outright (SIGKILL) leaves no
-    measured process running without it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _prefetch() -> None:

@@ -1,0 +1,144 @@
+"""Starting the measured process (``cli.child``): its one command line, the pipes it is given
+and the signal state it starts in.
+
+``start`` makes the events pipe (the child writes, the supervisor reads) and the stop-request
+pipe (the supervisor writes one byte when it passes a signal on), and starts the child with
+the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is known
+(``cli.prestart``): the child then imports JAX and the recorder, and waits for the job on a
+third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a child
+that was never given one (it has run nothing of the target).
+
+Either way the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
+so that a signal while Python and JAX start never ends in a traceback, and on Linux it is
+killed when this process dies, so that a supervisor killed outright leaves no measured process
+running without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+import recompile_cli
+from recompile_cli.cli.child import ENV, JOB_FD_ENV, Job
+
+_PR_SET_PDEATHSIG = 1  # prctl(2), Linux
+ROOT = str(Path(recompile_cli.__file__).resolve().parent.parent)  # where the package lives
+# The child's first act: import this package from where the supervisor's came from, then leave
+# sys.path as `python SCRIPT` has it (the runner puts the script's folder first).
+BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.cli.child import "
+             "main; sys.path.remove({root!r}); sys.flags.safe_path or sys.path[0] != '' or "
+             "sys.path.pop(0); main()")
+
+
+def _libc() -> Any:
+    """The C library, for ``prctl`` on Linux (loaded before any fork: ``_prepare_child`` runs
+    between fork and exec, where nothing may be imported); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        return None
+
+
+_LIBC = _libc()
+
+
+def command() -> list[str]:
+    """The measured process's command line."""
+    return [sys.executable, "-c", BOOTSTRAP.format(root=ROOT)]
+
+
+@dataclass
+class Started:
+    """A measured process and this process's ends of its pipes."""
+
+    process: subprocess.Popen[bytes]
+    log: int  # the events pipe's read end
+    control: int  # the stop requests' write end
+    job: int = -1  # the job pipe's write end, until the job is sent (-1: none, or sent)
+    child_fds: tuple[int, int] = (-1, -1)  # the child's numbers of the events and stop pipes
+
+    def send(self, job: Job) -> None:
+        """Give a child started without a job its job (once)."""
+        data = msgspec.json.encode(msgspec.structs.replace(
+            job, log_fd=self.child_fds[0], control_fd=self.child_fds[1]))
+        fd, self.job = self.job, -1
+        try:
+            with contextlib.suppress(OSError):  # a child that died: its outcome says so
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+    def discard(self) -> None:
+        """End a child that was never given its job, and close this process's ends."""
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            self.process.wait(5)
+        self.close()
+
+    def close(self) -> None:
+        for name in ("job", "log", "control"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                setattr(self, name, -1)
+
+
+def start(job: Job | None, env: Mapping[str, str], *, cwd: Path | None, stdout: int,
+          stderr: int) -> Started:
+    """Start the measured process with ``job`` (None: the job follows, ``Started.send``).
+    ``stdout`` and ``stderr`` are file descriptors or ``subprocess.PIPE``."""
+    log_read, log_write = os.pipe()
+    control_read, control_write = os.pipe()
+    child_env = dict(env)
+    child_env.pop(ENV, None)
+    child_env.pop(JOB_FD_ENV, None)
+    passed = [log_write, control_read]
+    job_read = job_write = -1
+    if job is None:
+        job_read, job_write = os.pipe()
+        passed.append(job_read)
+        child_env[JOB_FD_ENV] = str(job_read)
+    else:
+        child_env[ENV] = msgspec.json.encode(msgspec.structs.replace(
+            job, log_fd=log_write, control_fd=control_read)).decode()
+    try:
+        process = subprocess.Popen(command(), pass_fds=passed, env=child_env, cwd=cwd,
+                                   stdout=stdout, stderr=stderr, preexec_fn=_prepare_child)
+    except BaseException:
+        for fd in (log_read, control_write, job_write):
+            if fd >= 0:
+                os.close(fd)
+        raise
+    finally:
+        for fd in passed:
+            os.close(fd)
+    return Started(process, log_read, control_write, job_write, (log_write, control_read))
+
+
+def _prepare_child() -> None:
+    """In the child before it runs Python (``preexec_fn``; this process has no other thread).
+    Ctrl-C and SIGTERM are ignored, so that Python installs no handler of its own for them
+    during start-up (``cli.child`` sets its handlers first thing); and on Linux the child is
+    killed when this process dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
