@@ -420,7 +420,7 @@ class Recorder:
             return
         owner, created_at = self._origin(info)
         draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
-                          owner=owner)
+                          owner=owner, started=info.started)
         draft.jaxpr_id = info.jaxpr_id
         context = self._context_changes(info.context)
         draft.set(traced=True, trace_seconds=info.seconds, signature=Signature(
@@ -540,7 +540,10 @@ class Recorder:
         return None
 
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
-             owner: Owner | None = None) -> Draft:
+             owner: Owner | None = None, started: float | None = None) -> Draft:
+        """A new event that began ``seconds`` ago, or at ``started`` (``time.perf_counter``)
+        where the hook measured it: a trace nested in another then always starts after it,
+        so that the session's order does not depend on how long the outer hook took."""
         owner = owner or self._functions.owner(name, defined_at)
         user = stack.user_frame(sys._getframe(2))
         call_site = stack.site(user) or self._call_label
@@ -550,7 +553,8 @@ class Recorder:
         draft = Draft(Event(
             seq=0, function=name, defined_at=defined_at, owner=owner, call_site=call_site,
             call_index=self._call_index, depth=depth, traced=False, compiled=False,
-            start_seconds=time.perf_counter() - seconds - self._t0, call_of=self._call_of,
+            start_seconds=(time.perf_counter() - seconds if started is None else started)
+            - self._t0, call_of=self._call_of,
             host_callback=around))
         with self._lock:
             draft.id = len(self._drafts)

@@ -232,6 +232,26 @@ def test_trace_error_names_argument_and_suggests_static(record):
 
 
 @requires_private_hooks
+def test_a_nested_trace_comes_after_the_trace_it_is_in_however_long_the_outer_hook_takes(record):
+    # outer's signature (3,000 leaves) takes the hook far longer to read than inner's trace
+    # lasts: the session's order must come from when each trace began, not from when its hook
+    # was done
+    _, report = record("""
+        import jax, jax.numpy as jnp
+        @jax.jit
+        def inner(x): return x * 2
+        @jax.jit
+        def outer(x, params): return inner(x) + sum(p.sum() for p in params[:2])
+        params = [jnp.ones(2) for _ in range(3000)]
+        for n in (3, 4, 5):
+            outer(jnp.ones(n), params)
+    """)
+    order = [(e["function"], e["depth"]) for e in report["events"]
+             if e["function"] in ("outer", "inner")]
+    assert order == [("outer", 0), ("inner", 1)] * 3
+
+
+@requires_private_hooks
 def test_nested_jit_traces_without_compiling(record):
     _, report = record("""
         import jax, jax.numpy as jnp

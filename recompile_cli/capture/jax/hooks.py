@@ -226,6 +226,7 @@ class Hooks:
                     info = signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
                         trace_context(), self._classes)
+                    info = dataclasses.replace(info, started=start)
                     if depth == 0 and error is None and not info.eager_primitive:
                         info = dataclasses.replace(info, flatten=flatten_cost(
                             args, kwargs, signatures.param_names(ji, len(args)),

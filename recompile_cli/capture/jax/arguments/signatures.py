@@ -111,6 +111,7 @@ class TraceInfo:
     # the code the traced program calls back on the host (``callbacks``), found when asked
     host_code: Callable[[], frozenset[types.CodeType]] = frozenset
     flatten: FlattenCost | None = None  # what each call of this signature flattens (top level)
+    started: float | None = None  # time.perf_counter() when the trace began
 
 
 @dataclass(frozen=True, slots=True)
