@@ -26,8 +26,8 @@ ONE_TIME_SECONDS = 0.5  # ... and this many seconds
 
 def why(line: EagerLine) -> str:
     """```gather`, `add` compiled again here for new inputs, 32 times in 34 compiles (last of
-    `gather`: shape at args[1]: i32[3,1] -> i32[5,1])``, or ``8 operations compiled here ...: a
-    one-time cost``."""
+    `gather`: shape at args[1]: i32[3,1] -> i32[5,1])``, or ``8 operations compiled here one by
+    one (...), a one-time cost ...``."""
     op = line.worst
     if line.storm:
         again = [found for found in line.ops if found.again]
@@ -39,8 +39,8 @@ def why(line: EagerLine) -> str:
             text += ("; a shape that depends on the values (boolean-mask indexing `x[mask]`, "
                      "`jnp.nonzero` or `jnp.unique` without `size=`) makes a new one each call")
         return text
-    return (f"{counted(len(line.ops), 'operation')} compiled here "
-            f"({counted(line.compiles, 'compile')}), {_names(line.ops)}: a one-time cost "
+    return (f"{counted(len(line.ops), 'operation')} compiled here one by one "
+            f"({counted(line.compiles, 'compile')}: {_names(line.ops)}), a one-time cost "
             "unless the line runs again with new inputs")
 
 
@@ -59,10 +59,9 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
                 f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
     if (len(line.ops) >= ONE_TIME_OPS and line.seconds >= ONE_TIME_SECONDS
             and line.seconds >= ONE_TIME_SHARE * compile_seconds):
-        return ("its operations run one by one, each compiled on its first use: build it under "
-                "`jax.jit` (for Flax NNX, `nnx.jit` of a function that makes the model; "
-                "`jax.jit(model.init)` for Linen) to compile it as one program, or accept the "
-                "one-time cost")
+        return ("build the model under `jax.jit` to compile it as one program (Flax NNX: "
+                "`nnx.jit` of a function that makes it; Linen: `jax.jit(model.init)`), or "
+                "accept the one-time cost")
     return None
 
 
