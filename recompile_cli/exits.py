@@ -17,7 +17,9 @@ Signal handlers can only be set from the main thread: elsewhere these helpers ch
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -179,3 +181,15 @@ def deferred_signals() -> Iterator[Received]:
         yield received
     finally:
         _restore(previous)
+
+
+def hard_exit(code: int) -> None:
+    """End the process now with ``code``, its output flushed, without the interpreter's
+    shutdown (where native threads of JAX and XLA may still run, and JAX's exit-time
+    ``distributed.shutdown`` would wait for peers that stopped)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)

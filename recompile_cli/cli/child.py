@@ -90,14 +90,14 @@ def main() -> None:
         log.refused(str(exc), int(exc.exit_code))
         return
     except exits.INTERRUPTIONS as exc:  # before the target started: the supervisor knows why
-        _leave(exits.interruption_code(exc))
+        exits.hard_exit(exits.interruption_code(exc))
     if hosts is not None:
         outcome = _hosts_verdict(hosts, outcome)
     log.end(outcome.session, outcome.interrupted, outcome.traceback, events)
     if hosts is not None and hosts.stopped is not None:
         hosts.leave(int(exits.ExitCode.TARGET_RAISED))  # ends the process
     if outcome.interrupted is not None:
-        _leave(outcome.interrupted)
+        exits.hard_exit(outcome.interrupted)
 
 
 def _job() -> Job:
@@ -241,16 +241,6 @@ def _hosts_verdict(hosts: HostCheck, outcome: Outcome) -> Outcome:
         return outcome
     return replace(outcome, failure=message, traceback=None,
                    session=replace(outcome.session, target_exception=message))
-
-
-def _leave(code: int) -> None:
-    """End now, output flushed, without the interpreter's shutdown."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(code)
 
 
 if __name__ == "__main__":

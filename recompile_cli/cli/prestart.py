@@ -38,13 +38,15 @@ class _Waiting:
     outputs: tuple[int, int]
 
 
-_waiting: list[_Waiting] = []  # at most one
+_waiting: _Waiting | None = None
 
 
 def start(argv: Sequence[str]) -> None:
     """Start the measured process of ``recompile-cli ARGV`` now, when ARGV is a command that
     runs one (never raises: a child that cannot be started now is started later as usual)."""
-    if _waiting or not argv or argv[0] not in COMMANDS or any(arg in _HELP for arg in argv):
+    global _waiting
+    if (_waiting is not None or not argv or argv[0] not in COMMANDS
+            or any(arg in _HELP for arg in argv)):
         return
     try:
         outputs = (sys.stdout.fileno(), sys.stderr.fileno())
@@ -52,7 +54,7 @@ def start(argv: Sequence[str]) -> None:
         started = spawn.start(None, env, cwd=None, stdout=outputs[0], stderr=outputs[1])
     except Exception:  # no real stdout, no pipe or process to spare: the usual start will say
         return
-    _waiting.append(_Waiting(started, env, outputs))
+    _waiting = _Waiting(started, env, outputs)
     atexit.register(discard)
 
 
@@ -60,9 +62,10 @@ def take(env: Mapping[str, str], *, cwd: Path | None, stdout: int, stderr: int
          ) -> spawn.Started | None:
     """The early child, if it was started as ``spawn.start`` would start one now (it is then
     no longer this module's); else None, and an early child is ended."""
-    if not _waiting:
+    global _waiting
+    waiting, _waiting = _waiting, None
+    if waiting is None:
         return None
-    waiting = _waiting.pop()
     if (cwd is not None or (stdout, stderr) != waiting.outputs or dict(env) != waiting.env
             or waiting.started.process.poll() is not None):
         waiting.started.discard()
@@ -72,5 +75,7 @@ def take(env: Mapping[str, str], *, cwd: Path | None, stdout: int, stderr: int
 
 def discard() -> None:
     """End the early child if no run took it (at exit)."""
-    while _waiting:
-        _waiting.pop().started.discard()
+    global _waiting
+    waiting, _waiting = _waiting, None
+    if waiting is not None:
+        waiting.started.discard()

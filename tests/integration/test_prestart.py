@@ -31,8 +31,9 @@ def watched(*args, **kwargs):
 def start(argv):
     started(argv)
     spawn.start = watched  # every start after the early one
-    for waiting in prestart._waiting:
-        print(f"EARLY-PID {waiting.started.process.pid}", file=sys.stderr, flush=True)
+    if prestart._waiting is not None:
+        print(f"EARLY-PID {prestart._waiting.started.process.pid}", file=sys.stderr,
+              flush=True)
     if os.environ.get("CHANGE_ENV"):
         os.environ["RECOMPILE_CLI_TEST_CHANGED"] = "1"
 prestart.start = start

@@ -270,7 +270,7 @@ class HostCheck:
                     store.wait(f"{self._prefix}/left/{peer}", left)
             if store.index == 0:  # JAX's coordination service runs here, and JAX aborts a
                 time.sleep(LAST)  # process that sees it gone: the others leave first
-        hard_exit(code)
+        exits.hard_exit(code)
 
 
 def _publish(store: distributed.Store, key: str, message: str) -> str:
@@ -293,14 +293,3 @@ def function_id(event: Event) -> str:
     places), hashed into a key-safe text."""
     where = os.path.basename(event.defined_at or "")
     return hashlib.blake2b(f"{event.function}@{where}".encode(), digest_size=8).hexdigest()
-
-
-def hard_exit(code: int) -> None:
-    """End the process now, output flushed (JAX's exit-time ``distributed.shutdown`` would wait
-    for peers that stopped)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(code)
