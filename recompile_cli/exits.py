@@ -16,6 +16,7 @@ Signal handlers can only be set from the main thread: elsewhere these helpers ch
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -95,6 +96,39 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise interruption(_CODES[signal.Signals(signum)])
 
 
+def _redeliver_swallowed(unraisable: Any) -> None:
+    """``sys.unraisablehook`` while the target runs. Python swallows an exception raised where
+    nothing can catch it (a ``gc.callbacks`` entry such as JAX's own, a ``__del__``, a weakref
+    callback) and only prints it: an interruption raised there by ``_interrupt`` would be lost
+    (and print a traceback). Such an interruption is sent again, so that it lands in the first
+    code outside that context (or, if it comes back in one again, the next); any other goes to
+    the hook that was there before."""
+    exc = unraisable.exc_value
+    tb = unraisable.exc_traceback
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if isinstance(exc, INTERRUPTIONS) and tb is not None and tb.tb_frame.f_code is (
+            _interrupt.__code__):
+        _raised_at.clear()  # not a duplicate: the first one never arrived
+        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+        # Sent a moment later from another thread: sent from this one, its handler would run
+        # at once, here (and ``Thread.start`` would wait here for the thread to start).
+        _thread.start_new_thread(_send_later, (signum,))
+        return
+    _next_hook[0](unraisable)
+
+
+REDELIVERY_DELAY = 0.02  # seconds: long enough for the swallowing context to have returned
+
+
+def _send_later(signum: int) -> None:
+    time.sleep(REDELIVERY_DELAY)
+    os.kill(os.getpid(), signum)
+
+
+_next_hook: list[Any] = [sys.__unraisablehook__]  # the hook ``sigterm_raises`` replaced
+
+
 _pending: list[ExitCode] = []  # the code of a signal deferred by ``_defer``, not yet taken
 
 
@@ -143,16 +177,20 @@ def _restore(previous: dict[signal.Signals, Any]) -> None:
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
     """While the block runs (the target), SIGTERM raises ``Terminated`` and Ctrl-C
-    ``KeyboardInterrupt`` (main thread only); the previous handlers come back afterwards."""
+    ``KeyboardInterrupt`` (main thread only), and one that Python swallowed is raised again
+    (``_redeliver_swallowed``); the previous handlers and hook come back afterwards."""
     if not in_main_thread():
         yield
         return
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
     if signal.getsignal(signal.SIGINT) is _defer:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
+    _next_hook[0], sys.unraisablehook = sys.unraisablehook, _redeliver_swallowed
     try:
         yield
     finally:
+        if sys.unraisablehook is _redeliver_swallowed:  # unless the target set its own
+            sys.unraisablehook = _next_hook[0]
         _restore(previous)
 
 

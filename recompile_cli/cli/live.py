@@ -7,7 +7,9 @@ The supervisor (``cli.supervisor``) feeds it the records the measured process st
 (``observe``) and calls ``tick`` between them; it redraws at most ``REFRESH`` times a second. It
 costs the measured program nothing: it runs in the supervisor, from the stream that the
 recorder writes on the miss path anyway. The cause shown is the first difference from the
-closest earlier signature of that function (``analysis.causes.nearest``), as the report names it.
+closest earlier signature of that function (``analysis.causes.nearest``), as the report names it;
+``unknown`` where there is no signature (a public-only recording: old JAX, or ``--hook-mode
+public-only``), which the report calls it too.
 
 The line lives in the terminal's last row, below a scroll region that holds everything else,
 so that the target's own output (a progress bar of its own included) scrolls above it and the
@@ -43,6 +45,7 @@ class LiveLine:
         self._rows = 0  # the terminal's height when the scroll region was set (0: not set)
         self._base: dict[str, str] = {}
         self._compiled: set[int] = set()  # ids of events seen compiled
+        self._seen: set[str] = set()  # the user functions compiled before
         self._indexes: dict[str, SignatureIndex] = {}  # user function -> its signatures
         self.compiles = 0
         self.recompiles = 0
@@ -61,18 +64,22 @@ class LiveLine:
 
     def _compiled_event(self, event: Event) -> None:
         self.compiles += 1
-        if event.depth or event.owner != Owner.USER or event.signature is None:
+        if event.depth or event.owner != Owner.USER:
             return
-        index = self._indexes.setdefault(function_key(event.function, event.defined_at),
-                                         SignatureIndex(self._base))
-        if index.signatures:
+        key = function_key(event.function, event.defined_at)
+        index = self._indexes.setdefault(key, SignatureIndex(self._base))
+        if key in self._seen:
             self.recompiles += 1
-            old = index.signatures[index.nearest(event.signature)]
-            cause = next(diff_signatures(event.signature, old, self._base), None)
+            cause = None
+            if event.signature is not None and index.signatures:
+                old = index.signatures[index.nearest(event.signature)]
+                cause = next(diff_signatures(event.signature, old, self._base), None)
             where = f" at {cause.argument}" if cause is not None and cause.argument else ""
             code = cause.code if cause is not None else "unknown"
             self.last = f"{event.function} ({code}{where})"
-        index.add(event.signature)
+        self._seen.add(key)
+        if event.signature is not None:
+            index.add(event.signature)
 
     # -- the terminal ----------------------------------------------------------------------------
     def text(self, width: int) -> str:

@@ -159,6 +159,7 @@ def test_html_report_in_a_real_browser(cli, neutral_cwd):
     _screenshot(browser, page, "report.png")
 
 
+@requires_private_hooks  # the picture is of the full report, compile cost by line included
 @pytest.mark.skipif(_chromium() is None, reason="needs the Debian package chromium")
 def test_the_docs_picture_is_the_page_of_a_real_run(cli, monkeypatch, tmp_path):
     """docs/html-report.png (``UPDATE_GOLDEN=1``) is today's page of the README's first run,

@@ -68,3 +68,49 @@ def test_signals_noted_before_exits_was_imported_are_handed_over():
         print(exits.pending_code())
     """)
     assert proc.stdout == "143\n", proc.stderr
+
+
+@pytest.mark.parametrize("sig, exception", [("SIGINT", "KeyboardInterrupt"),
+                                            ("SIGTERM", "Terminated")])
+@pytest.mark.parametrize("where", ["gc callback", "__del__", "weakref callback"])
+def test_an_interruption_python_would_swallow_still_stops_the_target(sig, exception, where):
+    """A signal handled inside code whose exceptions Python only prints (JAX registers a
+    ``gc.callbacks`` entry; ``__del__`` and weakref callbacks are the same) is not lost: it
+    lands in the target's next line, with no 'Exception ignored' traceback."""
+    proc = run(f"""
+        import gc, weakref
+
+        def slow(*args):
+            os.kill(os.getpid(), signal.{sig})  # delivered here, where nothing can catch it
+            for _ in range(1000):
+                pass
+
+        class Held:
+            def __del__(self):
+                slow()
+
+        exits.defer_signals()
+        try:
+            with exits.sigterm_raises():
+                if {where!r} == "gc callback":
+                    gc.callbacks.append(slow)
+                    gc.collect()
+                elif {where!r} == "__del__":
+                    Held()
+                else:
+                    class Referent:
+                        pass
+                    ref = weakref.ref(Referent(), slow)
+                print("after the swallowing context")
+                for _ in range(200):  # 10 s
+                    time.sleep(0.05)
+                print("never reached")
+        except exits.INTERRUPTIONS as exc:
+            print(type(exc).__name__)
+        if slow in gc.callbacks:
+            gc.callbacks.remove(slow)
+        print(sys.unraisablehook is sys.__unraisablehook__)
+    """.replace("import gc", "import gc, sys, time"))
+    assert "never reached" not in proc.stdout
+    assert proc.stdout.endswith(f"{exception}\nTrue\n"), proc.stdout + proc.stderr
+    assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
