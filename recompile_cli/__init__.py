@@ -12,9 +12,11 @@ package stays cheap and has no side effects: JAX, pandas and IPython are importe
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not ``typing``'s: importing the package imports next to nothing
 if TYPE_CHECKING:
+    from typing import Any
+
     from recompile_cli.api import (
         Frames,
         RecompileReport,

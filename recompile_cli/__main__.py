@@ -1,17 +1,22 @@
 """``python -m recompile_cli`` and the ``recompile-cli`` console script.
 
-Ctrl-C and SIGTERM are deferred (``exits.defer_signals``) before the application and its
-libraries are imported, so that no signal interrupts an import (C extensions turn that into an
-``ImportError`` traceback); a command that runs a target starts its measured process
-(``cli.prestart``); then the application runs. Until ``exits`` itself is imported, a
-signal is only noted here and handed over.
+A command that runs a target starts its measured process first (``cli.prestart``, which
+imports next to nothing), so that it imports JAX while this process starts. Ctrl-C and SIGTERM
+are deferred (``exits.defer_signals``) before the application and its libraries are imported,
+so that no signal interrupts an import (C extensions turn that into an ``ImportError``
+traceback); until ``exits`` itself is imported, a signal is only noted here and handed over.
+Then the application runs, and the process ends as soon as its output is out
+(``exits.end_now``): the interpreter's tear-down of the report's modules is skipped.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _early: list[int] = []  # signals that came before ``exits`` was imported
 
@@ -23,15 +28,18 @@ def _note(signum: int, frame: Any) -> None:
 def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _note)
-    from recompile_cli import exits
-
-    exits.defer_signals(_early)
     from recompile_cli.cli import prestart
 
     prestart.start(sys.argv[1:])  # a run's measured process imports JAX while the options parse
+    from recompile_cli import exits
+
+    exits.defer_signals(_early)
     from recompile_cli.cli.app import main as run_app
 
-    run_app()
+    try:
+        run_app()
+    except SystemExit as exc:
+        exits.end_now(exc.code)
 
 
 if __name__ == "__main__":

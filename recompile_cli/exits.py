@@ -17,6 +17,7 @@ Signal handlers can only be set from the main thread: elsewhere these helpers ch
 from __future__ import annotations
 
 import _thread
+import atexit
 import contextlib
 import os
 import signal
@@ -26,7 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NoReturn
 
 
 class ExitCode(IntEnum):
@@ -225,9 +226,34 @@ def hard_exit(code: int) -> None:
     """End the process now with ``code``, its output flushed, without the interpreter's
     shutdown (where native threads of JAX and XLA may still run, and JAX's exit-time
     ``distributed.shutdown`` would wait for peers that stopped)."""
+    _flushed()
+    os._exit(code)
+
+
+def end_now(code: object) -> NoReturn:
+    """End the command with ``code`` (a ``SystemExit`` code) as soon as its output is out: the
+    exit handlers run and the standard streams are flushed, then the process ends without the
+    interpreter's tear-down of every module it imported (about 0.03 s after a report). Where
+    that could differ from a plain exit (a stream that cannot be flushed, a thread still
+    running, a code that is not an exit status), the plain ``SystemExit`` ends it instead."""
+    if code is None:
+        code = 0
+    if (not isinstance(code, int) or not 0 <= code <= 255
+            or any(not t.daemon for t in threading.enumerate()
+                   if t is not threading.main_thread())):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    if not _flushed():
+        raise SystemExit(code)  # the interpreter reports the stream as it always did
+    os._exit(int(code))
+
+
+def _flushed() -> bool:
+    """Flush the standard streams; False when one of them could not be flushed."""
+    ok = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:
-            pass
-    os._exit(code)
+            ok = False
+    return ok

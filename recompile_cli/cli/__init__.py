@@ -10,9 +10,11 @@ on first access.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not ``typing``'s: the console script imports this package first thing
 if TYPE_CHECKING:
+    from typing import Any
+
     from recompile_cli.cli.app import main
 
 __all__ = ["main"]

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
-JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``cli.prestart``)
+from recompile_cli.cli.spawn import ENV, JOB_FD_ENV
 
 if TYPE_CHECKING:
     from recompile_cli.capture.hosts.host_check import HostCheck

@@ -20,22 +20,23 @@ import atexit
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from recompile_cli.cli import spawn
+
+TYPE_CHECKING = False  # imports as little as ``spawn`` does: this runs before anything else
+if TYPE_CHECKING:
+    from pathlib import Path
 
 COMMANDS = ("run", "profile", "forecast")  # one measured process each, in this folder
 _HELP = ("--help", "-h", "--version")
 
 
-@dataclass
 class _Waiting:
     """The early child and what it was started with."""
 
-    started: spawn.Started
-    env: dict[str, str]
-    outputs: tuple[int, int]
+    def __init__(self, started: spawn.Started, env: dict[str, str],
+                 outputs: tuple[int, int]) -> None:
+        self.started, self.env, self.outputs = started, env, outputs
 
 
 _waiting: _Waiting | None = None

@@ -22,17 +22,25 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import msgspec
 
 import recompile_cli
-from recompile_cli.cli.child import ENV, JOB_FD_ENV, Job
 
+# This module is imported first thing by the console script (``cli.prestart``), to start the
+# measured process before anything else is imported: it imports nothing that a bare interpreter
+# does not need to start a process (no msgspec, dataclasses or typing until a job is sent).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from msgspec import Struct as Job  # ``cli.child.Job``, which imports this module
+
+# How the job reaches the child (``cli.child`` reads them):
+ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
+JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``cli.prestart``)
 _PR_SET_PDEATHSIG = 1  # prctl(2), Linux
-ROOT = str(Path(recompile_cli.__file__).resolve().parent.parent)  # where the package lives
+# Where the package lives.
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(recompile_cli.__file__)))
 # The child's first act: import this package from where the supervisor's came from, then leave
 # sys.path as `python SCRIPT` has it (the runner puts the script's folder first).
 BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.cli.child import "
@@ -61,18 +69,21 @@ def command() -> list[str]:
     return [sys.executable, "-c", BOOTSTRAP.format(root=ROOT)]
 
 
-@dataclass
 class Started:
     """A measured process and this process's ends of its pipes."""
 
-    process: subprocess.Popen[bytes]
-    log: int  # the events pipe's read end
-    control: int  # the stop requests' write end
-    job: int = -1  # the job pipe's write end, until the job is sent (-1: none, or sent)
-    child_fds: tuple[int, int] = (-1, -1)  # the child's numbers of the events and stop pipes
+    def __init__(self, process: subprocess.Popen[bytes], log: int, control: int, job: int = -1,
+                 child_fds: tuple[int, int] = (-1, -1)) -> None:
+        self.process = process
+        self.log = log  # the events pipe's read end
+        self.control = control  # the stop requests' write end
+        self.job = job  # the job pipe's write end, until the job is sent (-1: none, or sent)
+        self.child_fds = child_fds  # the child's numbers of the events and stop pipes
 
     def send(self, job: Job) -> None:
         """Give a child started without a job its job (once)."""
+        import msgspec
+
         data = msgspec.json.encode(msgspec.structs.replace(
             job, log_fd=self.child_fds[0], control_fd=self.child_fds[1]))
         fd, self.job = self.job, -1
@@ -117,6 +128,8 @@ def start(job: Job | None, env: Mapping[str, str], *, cwd: Path | None, stdout: 
         passed.append(job_read)
         child_env[JOB_FD_ENV] = str(job_read)
     else:
+        import msgspec
+
         child_env[ENV] = msgspec.json.encode(msgspec.structs.replace(
             job, log_fd=log_write, control_fd=control_read)).decode()
     try:

@@ -65,3 +65,36 @@ def test_off_the_main_thread_nothing_is_installed():
     thread.start()
     thread.join()
     assert seen == [None] and signal.getsignal(signal.SIGTERM) is before
+
+
+# ``exits.end_now``, as the console script ends: in a real process, since it ends the process.
+END_NOW = """
+import atexit, sys, threading, time
+from recompile_cli import exits
+atexit.register(lambda: print("exit handler ran", flush=True))
+sys.stdout.write("unflushed output")  # in the buffer of a pipe: end_now must flush it
+case = sys.argv[1]
+if case == "thread":  # a thread still running: the plain exit waits for it, so must end_now
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True))).start()
+exits.end_now({"zero": 0, "none": None, "gate": 1, "text": "a message", "big": 300,
+               "thread": 3}[case])
+"""
+
+
+@pytest.mark.parametrize("case, code, err", [
+    ("zero", 0, ""), ("none", 0, ""), ("gate", 1, ""), ("text", 1, "a message\n"),
+    ("big", 300 & 0xFF, ""), ("thread", 3, ""),
+])
+def test_end_now_ends_as_a_plain_exit_would(case, code, err):
+    """Exit handlers run and the output is flushed before the process ends; a code that is not
+    an exit status, or a thread still running, gets the plain ``SystemExit`` and its meaning."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", END_NOW, case], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == code
+    assert done.stdout.startswith("unflushed output")
+    assert "exit handler ran" in done.stdout
+    assert ("thread done" in done.stdout) == (case == "thread")
+    assert done.stderr == err
