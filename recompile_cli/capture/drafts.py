@@ -30,6 +30,9 @@ class Draft:
         stage under way when the recording started), as the session format requires."""
         event = self.event
         lower, compile_ = event.lower_start_seconds, event.compile_start_seconds
+        if (event.seq == seq and event.start_seconds >= 0.0 and (lower is None or lower >= 0.0)
+                and (compile_ is None or compile_ >= 0.0)):
+            return event  # as the session keeps it already (frozen: it is never mutated)
         return replace(event, seq=seq, start_seconds=max(event.start_seconds, 0.0),
                        lower_start_seconds=None if lower is None else max(lower, 0.0),
                        compile_start_seconds=None if compile_ is None else max(compile_, 0.0))

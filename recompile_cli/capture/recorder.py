@@ -419,22 +419,20 @@ class Recorder:
         if self._paused:
             return
         owner, created_at = self._origin(info)
-        draft = self._new(info.name, info.defined_at, depth=info.depth, seconds=info.seconds,
-                          owner=owner, started=info.started)
+        error = trace_error(info.error, info.leaves) if info.error is not None else None
+        draft = self._new(
+            info.name, info.defined_at, depth=info.depth, seconds=info.seconds, owner=owner,
+            started=info.started, traced=True, trace_seconds=info.seconds, signature=Signature(
+                leaves=info.leaves, static=info.static, structure=info.structure,
+                positional=info.positional, keywords=info.keywords,
+                context=self._context_changes(info.context),
+                function_id=self._functions.function_id(info.fun),
+                function_kind=info.function_kind, created_at=created_at,
+                static_classes=info.static_classes, python_scalars=info.python_scalars),
+            replay=info.replay, flatten=info.flatten, error=error)
         draft.jaxpr_id = info.jaxpr_id
-        context = self._context_changes(info.context)
-        draft.set(traced=True, trace_seconds=info.seconds, signature=Signature(
-            leaves=info.leaves, static=info.static, structure=info.structure,
-            positional=info.positional, keywords=info.keywords, context=context,
-            function_id=self._functions.function_id(info.fun), function_kind=info.function_kind,
-            created_at=created_at, static_classes=info.static_classes,
-            python_scalars=info.python_scalars), replay=info.replay)
-        if info.flatten is not None:
-            draft.set(flatten=info.flatten)
-        if info.error is not None:
-            draft.set(error=trace_error(info.error, info.leaves))
-        elif stack.owner_of(path_of(info.defined_at)) == Owner.USER:  # the user's own code
-            self._stale.add(info.name, info.defined_at, info.fun, info.host_code)
+        if error is None and stack.owner_of(path_of(info.defined_at)) == Owner.USER:
+            self._stale.add(info.name, info.defined_at, info.fun, info.host_code)  # yours
         if info.error is None and info.jaxpr_id is not None and self._slow is not None:
             self._slow.note_trace(info.jaxpr_id, info.fun,  # for naming its slow calls
                                   (info.name, info.defined_at, draft.event.owner))
@@ -540,24 +538,26 @@ class Recorder:
         return None
 
     def _new(self, name: str, defined_at: str | None, depth: int, seconds: float,
-             owner: Owner | None = None, started: float | None = None) -> Draft:
+             owner: Owner | None = None, started: float | None = None, **fields: Any
+             ) -> Draft:
         """A new event that began ``seconds`` ago, or at ``started`` (``time.perf_counter``)
         where the hook measured it: a trace nested in another then always starts after it,
-        so that the session's order does not depend on how long the outer hook took."""
+        so that the session's order does not depend on how long the outer hook took.
+        ``fields``: more of the ``Event``'s fields, known already."""
         owner = owner or self._functions.owner(name, defined_at)
         user = stack.user_frame(sys._getframe(2))
         call_site = stack.site(user) or self._call_label
         # JAX's or a library's miss made by the user's line: inside a host callback?
         around = (callbacks.host_callback_around(user)
                   if user is not None and owner != Owner.USER and depth == 0 else None)
-        draft = Draft(Event(
-            seq=0, function=name, defined_at=defined_at, owner=owner, call_site=call_site,
-            call_index=self._call_index, depth=depth, traced=False, compiled=False,
-            start_seconds=(time.perf_counter() - seconds if started is None else started)
-            - self._t0, call_of=self._call_of,
-            host_callback=around))
-        with self._lock:
-            draft.id = len(self._drafts)
+        start = (time.perf_counter() - seconds if started is None else started) - self._t0
+        with self._lock:  # numbered in creation order; the events log's numbers are these
+            number = len(self._drafts)
+            draft = Draft(Event(
+                seq=number, function=name, defined_at=defined_at, owner=owner,
+                call_site=call_site, call_index=self._call_index, depth=depth,
+                traced=fields.pop("traced", False), compiled=False, start_seconds=start,
+                call_of=self._call_of, host_callback=around, **fields), id=number)
             self._drafts.append(draft)
         return draft
 

@@ -23,7 +23,6 @@ The ``jax.monitoring`` listeners are registered and unregistered by its sibling
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import inspect
 import re
@@ -223,15 +222,13 @@ class Hooks:
                 retraced = error is not None or _misses(pe.trace_to_jaxpr) > misses_before
                 if retraced:
                     jaxpr = getattr(result, "params", {}).get("jaxpr") if result else None
-                    info = signatures.trace_info(
+                    flatten = (flatten_cost(args, kwargs, signatures.param_names(ji, len(args)),
+                                            ji.static_argnums, ji.static_argnames)
+                               if depth == 0 and error is None
+                               and not signatures.is_eager_primitive(fun) else None)
+                    self._on_trace(signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
-                        trace_context(), self._classes)
-                    info = dataclasses.replace(info, started=start)
-                    if depth == 0 and error is None and not info.eager_primitive:
-                        info = dataclasses.replace(info, flatten=flatten_cost(
-                            args, kwargs, signatures.param_names(ji, len(args)),
-                            ji.static_argnums, ji.static_argnames))
-                    self._on_trace(info)
+                        trace_context(), self._classes, started=start, flatten=flatten))
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 

@@ -145,10 +145,11 @@ def key_changes(names: list[str], before: tuple[Any, ...], after: tuple[Any, ...
 
 def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[Any, ...],
                kwargs: dict[str, Any], depth: int, seconds: float, error: BaseException | None,
-               jaxpr: Any, context: dict[str, str], classes: EqualityClasses | None = None
-               ) -> TraceInfo:
+               jaxpr: Any, context: dict[str, str], classes: EqualityClasses | None = None, *,
+               started: float | None = None, flatten: FlattenCost | None = None) -> TraceInfo:
     """A ``TraceInfo`` from what ``_trace_for_jit`` received (``ji``: JAX's ``JitInfo``);
-    ``classes``: the recording's equality classes, to compare static values as JAX does."""
+    ``classes``: the recording's equality classes, to compare static values as JAX does;
+    ``started`` and ``flatten`` as the hook measured them."""
     name, defined_at = name_and_location(dbg, fallback=getattr(fun, "__name__", "?"))
     static_nums = set(ji.static_argnums)
     static_names = set(ji.static_argnames)
@@ -177,7 +178,7 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
                   for k, v in dynamic.items()}
     return TraceInfo(
         fun=fun, name=name, defined_at=defined_at,
-        eager_primitive=bool(getattr(fun, "_apply_primitive", False)), depth=depth,
+        eager_primitive=is_eager_primitive(fun), depth=depth, started=started, flatten=flatten,
         seconds=seconds, leaves=leaves, static=static, structure=structures,
         positional=len(args), keywords=tuple(sorted(kwargs)),
         context=context, function_kind=function_kind(fun),
@@ -187,6 +188,11 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
         replay=_replay(fun, ji, args, kwargs, params, static_nums, static_names)
         if depth == 0 and error is None else None,
         host_code=functools.partial(callbacks.host_code, jaxpr))
+
+
+def is_eager_primitive(fun: Any) -> bool:
+    """Whether ``fun`` is JAX's own jit of one primitive, for an op run eagerly."""
+    return bool(getattr(fun, "_apply_primitive", False))
 
 
 def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
