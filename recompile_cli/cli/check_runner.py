@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recompile_cli import exits
-from recompile_cli.analysis.report import Report, build_report
+from recompile_cli.analysis.report import Report
 from recompile_cli.capture.running.warmup import check_plan
 from recompile_cli.cli import finish
 from recompile_cli.cli.child import Job
@@ -49,7 +49,7 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
                                             timeout=timeout, cwd=Path(budgets.folder))
             except exits.INTERRUPTIONS as exc:  # a signal deferred before the target started
                 return runs, exits.interruption_code(exc)
-            report = build_report(outcome.session)
+            report = finish.report_of(outcome.session)
             steady_of = _steady_state_keys(report, target)
             gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
                           steady_state_of=steady_of, after_warmup=plan is not None,

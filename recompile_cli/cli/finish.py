@@ -23,10 +23,11 @@ from recompile_cli.cli.options_cli import cause_codes
 from recompile_cli.cli.output import Problems, ReportFiles
 
 if TYPE_CHECKING:
+    from recompile_cli.analysis.report import Report
     from recompile_cli.cli.child import Job
     from recompile_cli.gate.baseline import Baseline
     from recompile_cli.gate.gates import Gates
-    from recompile_cli.session.model import Outcome
+    from recompile_cli.session.model import Outcome, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,8 @@ def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
         live = LiveLine(sys.stderr)
     try:
         return supervisor.supervise(job, cwd=cwd, events_log=events_log, timeout=timeout,
-                                    observer=live, stdout_to_stderr=stdout_to_stderr)
+                                    observer=live, stdout_to_stderr=stdout_to_stderr,
+                                    ended=_analysed.analyse)
     finally:
         if live is not None:
             live.close()
@@ -105,9 +107,34 @@ def needs_baseline(compile_regression: float | None, baseline: Path | None) -> N
                           "--save-baseline FILE on a run you trust).")
 
 
+class _Analysed:
+    """The report of the session a run ended with, analysed while its measured process was
+    still ending (``supervise``'s ``ended``: the child's interpreter shutdown takes as long as
+    the analysis of a large session), so that the two overlap."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Session, Report] | None = None
+
+    def analyse(self, session: Session) -> None:
+        from recompile_cli.analysis.report import build_report
+
+        self._last = None
+        self._last = (session, build_report(session))
+
+    def report(self, session: Session) -> Report:
+        """The report of ``session``: the one analysed already when it is that very session."""
+        from recompile_cli.analysis.report import build_report
+
+        last, self._last = self._last, None
+        return last[1] if last is not None and last[0] is session else build_report(session)
+
+
+_analysed = _Analysed()
+report_of = _analysed.report
+
+
 def finish(outcome: Outcome, request: Request) -> None:
     """Analyse, print and write the report, evaluate the gates, and exit with the code."""
-    from recompile_cli.analysis.report import build_report
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gated, evaluate
 
@@ -118,7 +145,7 @@ def finish(outcome: Outcome, request: Request) -> None:
     problems = Problems()
     with exits.deferred_signals() as received:
         output.write_session(outcome.session, request.files.save, problems)
-        report = build_report(outcome.session)
+        report = report_of(outcome.session)
         output.emit_report(report, request.files, problems)
         if request.save_baseline is not None:
             output.write_file(request.save_baseline, baselines.baseline_text([report]),

@@ -21,6 +21,9 @@ one); a second one ends the child at once (SIGKILL). With ``timeout``, a child s
 after that many seconds gets SIGTERM, then SIGKILL ``GRACE`` seconds later.
 
 This process never imports JAX; it adds one pipe read per streamed record and nothing per call.
+Once the child's end record is in and its stream closed, ``ended`` gets the session, so that the
+report is analysed while the child's interpreter shuts down (which takes about as long as the
+analysis of a large session) rather than after it.
 """
 
 from __future__ import annotations
@@ -94,8 +97,13 @@ class _Signals:
 
 def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = None,
               timeout: float | None = None, observer: Observer | None = None,
-              stdout_to_stderr: bool = False) -> Outcome:
+              stdout_to_stderr: bool = False,
+              ended: Callable[[Session], None] | None = None) -> Outcome:
     """Run ``job`` in a child process and return its outcome (see the module docstring).
+    ``ended`` is given the session as soon as the child's end record is in and its stream
+    closed, while its process may still be ending (its interpreter's shutdown): work on it then
+    overlaps that wait. The outcome's session is that very object unless how the process ended
+    changed it; ``ended`` never raises into the run (what it raises is dropped).
 
     Raises:
         RecompileError: the child could not load the target (its message and exit code).
@@ -122,7 +130,8 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
             from recompile_cli.session.events_log import EventLog, LogReader
 
             copy = EventLog(events_log) if events_log is not None else None
-            stream = _Stream(LogReader("the measured process's events"), copy, observer, signals)
+            stream = _Stream(LogReader("the measured process's events"), copy, observer, signals,
+                             ended)
             sources = {child.log: stream.take, **out.source(process.stdout),
                        **err.source(process.stderr)}
             timed_out = _follow(process, sources, signals, observer, timeout, started)
@@ -235,11 +244,13 @@ class _Stream:
     """The child's bytes, cut into lines and fed to the reader, the copy and the observer."""
 
     def __init__(self, reader: LogReader, copy: EventLog | None,
-                 observer: Observer | None, signals: _Signals) -> None:
+                 observer: Observer | None, signals: _Signals,
+                 ended: Callable[[Session], None] | None = None) -> None:
         self.reader = reader
         self.signals = signals
         self.copy = copy
         self.observer = observer
+        self.ended = ended
         self.damaged: str | None = None  # why the stream stopped being read
         self._buffer = b""
         self._lines = 0
@@ -252,6 +263,18 @@ class _Stream:
             self._buffer = b""
         for number, line in enumerate(lines, 1):
             self._line(line, cut_short_ok=last and number == len(lines))
+        if not chunk and not last:  # the stream closed: its process is ending
+            self._closed()
+
+    def _closed(self) -> None:
+        ended, self.ended = self.ended, None
+        if (ended is None or self.damaged is not None or self._buffer
+                or self.reader.end is None or self.reader.header is None):
+            return
+        try:
+            ended(self.reader.session())
+        except Exception:  # work ahead of time: the same work is done again, and raises there
+            pass
 
     def _line(self, line: bytes, cut_short_ok: bool) -> None:
         self._lines += 1

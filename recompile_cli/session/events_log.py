@@ -132,11 +132,12 @@ class LogReader:
 
     ``feed`` raises ``SessionFileError`` naming ``source`` and the line for anything that is not
     a record in its place; ``session()`` is everything recorded so far, with a warning when the
-    log has no end record.
+    log has no end record; asked again with no record fed in between, it is the same object.
     """
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self._built: Session | None = None  # session() as of the last record fed
         self.header: codec.LogHeader | None = None
         self.end: codec.LogEnd | None = None
         self.refused: codec.LogRefused | None = None
@@ -148,6 +149,7 @@ class LogReader:
         """Take one line (``number`` counts from 1); blank lines are skipped (None)."""
         if not line.strip():
             return None
+        self._built = None
         try:
             record = codec.decode_record(line)
         except msgspec.ValidationError as exc:  # (a DecodeError too: caught first)
@@ -177,6 +179,11 @@ class LogReader:
 
     def session(self) -> Session:
         """The session recorded so far (``SessionFileError`` when not even the header came)."""
+        if self._built is None:
+            self._built = self._session()
+        return self._built
+
+    def _session(self) -> Session:
         header = self.header
         if header is None:
             raise SessionFileError(f"{self.source} is an empty events log, or its header record "

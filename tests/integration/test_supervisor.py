@@ -336,3 +336,37 @@ def test_a_supervisor_killed_outright_leaves_no_measured_process_behind(tmp_path
         time.sleep(0.1)
     os.kill(child, signal.SIGKILL)
     raise AssertionError("the measured process outlived its supervisor")
+
+
+# -- the report is analysed while the measured process ends (``supervise``'s ``ended``) ----------
+def test_the_session_analysed_while_the_child_ends_is_the_outcomes_unless_its_end_changed_it(
+        tmp_path, monkeypatch):
+    """A run that ends normally hands ``ended`` the very session of its outcome, so the report
+    analysed then is the run's; one whose exit handlers fail after its end record (here after
+    the analysis could have finished) gets a session that says so, and the report of that."""
+    from recompile_cli.cli.child import Job
+    from recompile_cli.cli.supervisor import supervise
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    plain = write(tmp_path, "plain.py", COMPILES_THREE + "three()\n")
+    failing = write(tmp_path, "failing.py", COMPILES_THREE + (
+        "three()\nimport atexit, os, time\natexit.register(lambda: (time.sleep(1), "
+        "os._exit(7)))\n"))
+    for script, same in ((plain, True), (failing, False)):
+        seen: list[object] = []
+        outcome = supervise(Job(kind="script", target=str(script)), ended=seen.append)
+        assert len(seen) == 1 and (seen[0] is outcome.session) == same
+        assert (outcome.failure is None) == same, outcome.failure
+    assert "exit status 7 (in its exit handlers)" in (outcome.session.target_exception or "")
+
+
+def test_a_report_says_how_the_process_ended_after_its_end_record(tmp_path):
+    """The report printed is the final session's, not the one analysed ahead."""
+    script = write(tmp_path, "prog.py", COMPILES_THREE + (
+        "three()\nimport atexit, os, time\natexit.register(lambda: (time.sleep(1), "
+        "os._exit(7)))\n"))
+    proc = recompile_cli("run", script, cwd=tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "The target raised:" in proc.stdout and "exit status 7" in proc.stdout, proc.stdout
+    reported(proc, 3)
