@@ -161,32 +161,64 @@ def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes
     open_fds = dict(sources)
     timed_out: float | None = None
     killing_at: float | None = None
-    while True:
-        if open_fds:
-            readable, _, _ = select.select(list(open_fds), [], [], POLL)
-            for fd in readable:
-                chunk = os.read(fd, 1 << 16)
-                open_fds[fd](chunk)
-                if not chunk:
-                    del open_fds[fd]
-        else:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(POLL)
-        if process.poll() is not None:
-            for fd, take in open_fds.items():  # a process the target forked may still hold a
-                take(_drain(fd))  # pipe: take what is there, do not wait for it to end
-            return timed_out
-        if observer is not None:
-            observer.tick()
-        now = time.monotonic()
-        if timeout is not None and timed_out is None and now - started > timeout:
-            timed_out = timeout
-            killing_at = now + GRACE
-            with contextlib.suppress(OSError):
-                process.terminate()
-        if killing_at is not None and now > killing_at:
-            with contextlib.suppress(OSError):
-                process.kill()
+    ended = _end_watch(process)
+    try:
+        while True:
+            if open_fds or ended is not None:
+                watched = [*open_fds, *([] if ended is None else [ended])]
+                readable, _, _ = select.select(watched, [], [], POLL)
+                for fd in readable:
+                    if fd == ended:  # the child has ended: reap it (at once)
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            process.wait(POLL)
+                        continue
+                    chunk = os.read(fd, 1 << 16)
+                    open_fds[fd](chunk)
+                    if not chunk:
+                        del open_fds[fd]
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(POLL)
+            if process.poll() is not None:
+                for fd, take in open_fds.items():  # a process the target forked may still
+                    take(_drain(fd))  # hold a pipe: take what is there, do not wait for it
+                return timed_out
+            timed_out, killing_at = _enforce(process, observer, timeout, started, timed_out,
+                                             killing_at)
+    finally:
+        if ended is not None:
+            os.close(ended)
+
+
+def _end_watch(process: subprocess.Popen[bytes]) -> int | None:
+    """A descriptor that is readable once the child has ended (a Linux pidfd), so that its end
+    wakes the loop at once; None where there is none (the loop then looks every few
+    milliseconds, as ``Popen.wait`` with a timeout does)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(process.pid))
+    except OSError:  # an old kernel, or a sandbox that refuses the call
+        return None
+
+
+def _enforce(process: subprocess.Popen[bytes], observer: Observer | None,
+             timeout: float | None, started: float, timed_out: float | None,
+             killing_at: float | None) -> tuple[float | None, float | None]:
+    """One look between reads: the live line, and the timeout (terminate, then kill)."""
+    if observer is not None:
+        observer.tick()
+    now = time.monotonic()
+    if timeout is not None and timed_out is None and now - started > timeout:
+        timed_out = timeout
+        killing_at = now + GRACE
+        with contextlib.suppress(OSError):
+            process.terminate()
+    if killing_at is not None and now > killing_at:
+        with contextlib.suppress(OSError):
+            process.kill()
+    return timed_out, killing_at
 
 
 class _Output:

@@ -1,0 +1,67 @@
+"""The supervisor's read loop (``cli.supervisor._follow``) on real processes: it takes every
+byte a child writes and returns once the child has ended, woken by the child's end (a Linux
+pidfd) or, where there is none, by looking every few milliseconds; a process the child left
+behind holding its pipe never keeps it waiting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from recompile_cli.cli import supervisor
+
+WATCHES = ["pidfd", "polling"]
+
+
+def pidfd_works() -> bool:
+    try:
+        os.close(os.pidfd_open(os.getpid()))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+def follow(code: str, watch: str, monkeypatch: pytest.MonkeyPatch,
+           timeout: float | None = None) -> tuple[subprocess.Popen[bytes], bytes, float | None]:
+    if watch == "polling":
+        monkeypatch.setattr(supervisor, "_end_watch", lambda process: None)
+    elif not pidfd_works():
+        pytest.skip("no pidfd here")
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    taken: list[bytes] = []
+    timed_out = supervisor._follow(process, {process.stdout.fileno(): taken.append},
+                                   supervisor._Signals(), None, timeout, time.monotonic())
+    process.stdout.close()
+    return process, b"".join(taken), timed_out
+
+
+@pytest.mark.parametrize("watch", WATCHES)
+def test_every_byte_is_taken_and_the_exit_status_kept(watch, monkeypatch):
+    process, taken, timed_out = follow(
+        "import sys; sys.stdout.write('x' * 300000); sys.stdout.flush(); sys.exit(7)",
+        watch, monkeypatch)
+    assert (process.returncode, len(taken), timed_out) == (7, 300000, None)
+
+
+@pytest.mark.parametrize("watch", WATCHES)
+def test_a_process_left_holding_the_pipe_does_not_keep_the_loop(watch, monkeypatch):
+    code = ("import subprocess, sys; print('before', flush=True); "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "print(p.pid, flush=True)")
+    process, taken, _ = follow(code, watch, monkeypatch)
+    lines = taken.decode().split()
+    os.kill(int(lines[1]), signal.SIGKILL)
+    assert (process.returncode, lines[0]) == (0, "before")
+
+
+@pytest.mark.parametrize("watch", WATCHES)
+def test_a_child_past_its_timeout_is_ended(watch, monkeypatch):
+    process, _, timed_out = follow("import time; time.sleep(60)", watch, monkeypatch,
+                                   timeout=0.5)
+    assert (process.returncode, timed_out) == (-signal.SIGTERM, 0.5)
