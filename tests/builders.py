@@ -10,8 +10,9 @@ No JAX: the analysis works on ``recompile_cli.session.model`` data only. ``tests
 from __future__ import annotations
 
 import textwrap
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.causes.explain import explain_events

@@ -19,8 +19,9 @@ session's warnings with the call that first needs it and its cause (``analysis.w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from recompile_cli import options
 from recompile_cli.session.model import HookMode

@@ -105,7 +105,7 @@ class Recording:
             self._session = recorder.session
             if self.keep_caches and self._session is not None and any(
                     e.compiled for e in self._session.events):
-                from dataclasses import replace
+                from msgspec.structs import replace
 
                 from recompile_cli.analysis.report import KEPT_CACHES
 

@@ -4,8 +4,10 @@ tracing; and the bare name of a function as the monitoring events spell it (``ji
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from msgspec.structs import replace
 
 from recompile_cli.session.model import Event, Leaf, TraceError
 

@@ -13,7 +13,6 @@ in Python without any of those stages (slow calls: ``capture.jax.slow_calls``) a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 import threading
 import time
@@ -243,7 +242,7 @@ class Recorder:
             self._warnings.extend(self._slow_hooks.problems)
             self._slow_hooks = None
         if self._slow and self._slow_watch is not None and self._slow_watch.observable:
-            self._slow_watch = dataclasses.replace(
+            self._slow_watch = msgspec.structs.replace(
                 self._slow_watch, fast_call_seconds=slow_calls.fast_call_seconds())
         if self._slow is not None:
             self._slow.flush()

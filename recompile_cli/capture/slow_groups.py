@@ -11,13 +11,14 @@ costs a dictionary lookup, two additions and a clock read, under a lock.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from recompile_cli.capture.code import stack
 from recompile_cli.capture.jax.slow_calls import Slow
@@ -50,7 +51,7 @@ class _Group:
         return self.rest + min(self.first, self.rest / (self.calls - 1))
 
     def frozen(self) -> SlowCalls:
-        return dataclasses.replace(self.shown, calls=self.calls, seconds=self.seconds)
+        return msgspec.structs.replace(self.shown, calls=self.calls, seconds=self.seconds)
 
 
 class SlowCallLog:

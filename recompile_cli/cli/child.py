@@ -170,8 +170,8 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
     session = forecast_session(outcome.session, forecaster, calls)
     if warm is not None and warm.cases:
         notes = coverage_notes(session, [c.label for c in calls.cases], len(warm.cases))
-        session = replace(session, warnings=(*session.warnings, *notes))
-    return replace(outcome, session=session), session.events
+        session = msgspec.structs.replace(session, warnings=(*session.warnings, *notes))
+    return msgspec.structs.replace(outcome, session=session), session.events
 
 
 def _spec(path: str | None, job: Job, option: str) -> Spec:
@@ -198,7 +198,7 @@ def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
     assert job.host_timeout is not None
 
     def stopped(session: Session, failure: str) -> int:
-        log.end(replace(session, target_exception=failure))
+        log.end(msgspec.structs.replace(session, target_exception=failure))
         return int(ExitCode.TARGET_RAISED)
 
     return HostCheck(job.host_timeout, mismatch.mismatch, mismatch.missing, stopped,
@@ -238,8 +238,9 @@ def _hosts_verdict(hosts: HostCheck, outcome: Outcome) -> Outcome:
     hosts.stopped = message
     if message is None or (outcome.failure is not None and message in outcome.failure):
         return outcome
-    return replace(outcome, failure=message, traceback=None,
-                   session=replace(outcome.session, target_exception=message))
+    return msgspec.structs.replace(outcome, failure=message, traceback=None,
+                                   session=msgspec.structs.replace(outcome.session,
+                                                                   target_exception=message))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -147,9 +147,9 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
     outcome = _outcome(job, stream, process.returncode, timed_out, signals.received,
                        time.monotonic() - started)
     if copy is not None and copy.problem:
-        session = outcome.session
-        outcome = replace(outcome, session=replace(session, warnings=(*session.warnings,
-                                                                      copy.problem)))
+        session = msgspec.structs.replace(outcome.session,
+                                          warnings=(*outcome.session.warnings, copy.problem))
+        outcome = msgspec.structs.replace(outcome, session=session)
     return outcome
 
 
@@ -363,7 +363,7 @@ def _ended(session: Session, failure: str | None, interrupted: int | None,
            traceback: str | None) -> Outcome:
     from recompile_cli.session.model import Outcome
     if failure is not None and session.target_exception != failure:
-        session = replace(session, target_exception=failure)
+        session = msgspec.structs.replace(session, target_exception=failure)
     return Outcome(session, failure, interrupted, traceback)
 
 

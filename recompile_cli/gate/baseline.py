@@ -10,7 +10,7 @@ as zeros that would let any run pass.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -56,7 +56,7 @@ class Baseline:
 
 
 def environment_of(reports: list[Report]) -> dict[str, str | None]:
-    env = asdict(reports[0].session.environment) if reports else {}
+    env = msgspec.structs.asdict(reports[0].session.environment) if reports else {}
     return {name: env.get(name) for name in _ENVIRONMENT_FIELDS}
 
 

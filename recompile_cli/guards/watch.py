@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import analyse_group
 from recompile_cli.capture.code import stack
@@ -209,7 +211,7 @@ class Watch:
             return replace(violation, compiles=count, message=inert(message))
         session = self.recorder.snapshot()
         events = [e for e in session.events if function_key(e.function, e.defined_at) == key]
-        report = build_report(replace(session, events=tuple(events)))
+        report = build_report(msgspec.structs.replace(session, events=tuple(events)))
         event = _event_of(events, compiled)
         cause = report.primary(event)
         after_warmup = _after_warmup(report, event)
@@ -219,12 +221,12 @@ class Watch:
                              if user_frame is not None else event.call_site)
         codes = [cause.code]
         suggestion = next(iter(suggestions(report, event.function, [event], codes)), None)
-        described = describe(report, [replace(event, call_site=call_site)])
+        located = msgspec.structs.replace(event, call_site=call_site)
+        described = describe(report, [located])
         if after_warmup is not None:
             from recompile_cli.gate.evaluate import describe_miss
 
-            described = describe_miss(replace(after_warmup,
-                                              event=replace(event, call_site=call_site)))
+            described = describe_miss(replace(after_warmup, event=located))
         warmup = ""
         if self.config.warmup_calls and key not in self.recorder.calls:
             warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "

@@ -1,13 +1,14 @@
 """The persistent-cache key of one compile, taken apart (``Event.cache_key``): JAX's key parts,
 the normalised fingerprint of the computation, its constants and operations, the flags,
-versions and options in the key, and the outcome. Frozen, JSON-friendly dataclasses, like the
-rest of ``session.model``; no JAX.
+versions and options in the key, and the outcome. Frozen, JSON-friendly records
+(``msgspec.Struct``), like the rest of ``session.model``; no JAX.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+import msgspec
 
 from recompile_cli.ranges import Count, Seconds
 
@@ -24,8 +25,7 @@ class CacheMissReason(StrEnum):
     WRITE_ERROR = "write_error"
 
 
-@dataclass(frozen=True, slots=True)
-class KeyConstant:
+class KeyConstant(msgspec.Struct, frozen=True, gc=False):
     """A constant baked into a compiled program: its value (summarised), type (``f32[]``) and
     the user line that reads it, where known."""
 
@@ -34,8 +34,7 @@ class KeyConstant:
     site: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CacheKeyInfo:
+class CacheKeyInfo(msgspec.Struct, frozen=True, gc=False):
     """JAX's persistent-cache key of one compile, taken apart (``capture.jax.programs.cache_key``).
 
     ``parts``: JAX's key parts (``computation``, ``jax_lib version``, ``backend version``,

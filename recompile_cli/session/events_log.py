@@ -15,7 +15,6 @@ naming the source and the line.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import IO, NoReturn
@@ -192,7 +191,7 @@ class LogReader:
         streamed = end.events if end is not None and end.events is not None else tuple(
             self.events.values())
         ordered = sorted(streamed, key=lambda e: e.start_seconds)
-        ordered = [e if e.seq == seq else dataclasses.replace(e, seq=seq)
+        ordered = [e if e.seq == seq else msgspec.structs.replace(e, seq=seq)
                    for seq, e in enumerate(ordered)]
         session = Session(environment=header.environment, target=header.target,
                           events=tuple(ordered), wall_seconds=0.0,
@@ -201,10 +200,10 @@ class LogReader:
                           slow_call_watch=(end.slow_call_watch if end is not None else None)
                           or header.slow_call_watch)
         if end is None:
-            return dataclasses.replace(
+            return msgspec.structs.replace(
                 session, wall_seconds=max((e.end_seconds for e in ordered), default=0.0),
                 warnings=(NOT_FINISHED,))
-        return dataclasses.replace(
+        return msgspec.structs.replace(
             session, wall_seconds=end.wall_seconds, calls=end.calls, warnings=end.warnings,
             stale_captures=end.stale_captures, target_exception=end.target_exception,
             environment=end.environment or header.environment)

@@ -8,9 +8,10 @@ codec). ``analysis.host_mismatch`` compares entries. Nothing here imports JAX.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import msgspec
+from msgspec.structs import replace
 
 from recompile_cli.session.codec import encode
 from recompile_cli.session.model import Change, Event, Signature

@@ -1,6 +1,6 @@
 """The recorded data's vocabularies: the small string enums of ``session.model`` (whose
 function, which hook mode, what happened, why, ...), in a module of their own so that the command
-line can parse and check its options without building the record's dataclasses
+line can parse and check its options without defining the records
 (``session.model`` re-exports every one of them; use them from either).
 """
 

@@ -1,13 +1,22 @@
-"""The recorded data: frozen, JSON-friendly dataclasses that cross from capture to analysis.
+r"""The recorded data: frozen, JSON-friendly records that cross from capture to analysis.
 
 A ``Session`` is what a recording produces and what a saved report loads back into. This module
 imports neither JAX nor pandas.
+
+The records are ``msgspec.Struct``\ s, as the rest of the session format is (``session.warmup``,
+``session.codec``): msgspec encodes and decodes them directly, a class costs next to nothing
+to define (the measured process imports this module before the target starts), and, with
+``gc=False``, the garbage collector does not walk them: a recording keeps every event, and
+these are plain data trees that can hold no reference cycle. Copy one with a change with
+``msgspec.structs.replace``.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+
+import msgspec
+from msgspec import field
 
 from recompile_cli.ranges import Bytes, Count, Seconds
 from recompile_cli.session.cache_key import CacheKeyInfo
@@ -29,8 +38,7 @@ SCHEMA_VERSION = 1
 # file (a negative time, 7e64 s saved) is refused with the field's path, as any wrong type is.
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionKey:
+class FunctionKey(msgspec.Struct, frozen=True, gc=False):
     """The identity of a function across function objects: its name and ``file:line``.
 
     Sessions store it as text, ``name@file:line`` (``str(key)``); ``parse`` reads that back.
@@ -50,8 +58,7 @@ class FunctionKey:
         return cls(text)
 
 
-@dataclass(frozen=True, slots=True)
-class Leaf:
+class Leaf(msgspec.Struct, frozen=True, gc=False):
     """The abstract value of one traced array argument, as JAX keys its caches on it."""
 
     shape: tuple[int, ...]
@@ -78,8 +85,7 @@ _DTYPE_ABBREV = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class StaticClass:
+class StaticClass(msgspec.Struct, frozen=True, gc=False):
     """How JAX tells one static value from the others of its argument: by its type,
     ``__hash__`` and ``__eq__``, not by its text. Two values of one argument of one function have
     the same ``number`` exactly when JAX finds them equal (a value no longer alive is compared
@@ -99,8 +105,7 @@ class StaticClass:
     function: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
+class Signature(msgspec.Struct, frozen=True, gc=False):
     """Everything a jit cache keys on for one call, in a form that can be diffed without JAX.
 
     ``leaves`` maps argument paths (``x``, ``batch['x']``) to abstract values; ``static`` maps
@@ -140,8 +145,7 @@ class Signature:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(msgspec.Struct, frozen=True, gc=False):
     """One field of JAX's lowering key that changed without a re-trace (sharding, donation).
 
     ``argument`` names the argument for per-argument fields (``in_shardings``,
@@ -154,8 +158,7 @@ class Change:
     argument: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TraceError:
+class TraceError(msgspec.Struct, frozen=True, gc=False):
     """An exception raised while tracing (e.g. ``TracerBoolConversionError``), or, when
     ``refused``, a call that JAX refused before any trace: a static argument it cannot hash,
     or whose ``__hash__`` or ``__eq__`` raised (``argument``: that static argument, or the
@@ -173,8 +176,7 @@ class TraceError:
 NO_USER_FRAME = "<no user frame>"  # a ``LineCost.location`` for equations no user line made
 
 
-@dataclass(frozen=True, slots=True)
-class LineCost:
+class LineCost(msgspec.Struct, frozen=True, gc=False):
     """The jaxpr equations one line of the user's code produced (``CompileCost.lines``).
 
     ``in_bodies`` of them sit in ``scan``/``while``/``cond``/``remat`` bodies (each body counted
@@ -189,11 +191,10 @@ class LineCost:
 
     def __post_init__(self) -> None:
         # Loaded sessions repeat a few lines in many compiles: one string each (memory).
-        object.__setattr__(self, "location", sys.intern(self.location))
+        msgspec.structs.force_setattr(self, "location", sys.intern(self.location))
 
 
-@dataclass(frozen=True, slots=True)
-class ConstantCost:
+class ConstantCost(msgspec.Struct, frozen=True, gc=False):
     """A large constant baked into a compiled program: its size, the user line whose equation
     first reads it, and the variable holding it and where that is assigned, where found."""
 
@@ -206,8 +207,7 @@ class ConstantCost:
     defined_at: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CompileCost:
+class CompileCost(msgspec.Struct, frozen=True, gc=False):
     """What one compiled program is made of (``capture.jax.programs.cost``): its jaxpr equations
     (bodies of control flow counted once; ``walked`` < ``equations`` when attribution stopped at the
     cap), the top lines of the user's code by equations, the lowered module's operations, the
@@ -230,8 +230,7 @@ class CompileCost:
         return self.walked < self.equations
 
 
-@dataclass(frozen=True, slots=True)
-class FlattenCost:
+class FlattenCost(msgspec.Struct, frozen=True, gc=False):
     """What every call of one traced signature makes JAX's dispatch flatten, measured once at
     its trace (``capture.jax.flatten_cost``): the leaves and the inner pytree nodes of its
     dynamic arguments, how many of those nodes are custom (registered pytree classes, not
@@ -247,8 +246,7 @@ class FlattenCost:
     node_type: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, gc=False):
     """One cache miss of one function: a trace, a lowering and compile, or all of them.
 
     ``traced`` is a real re-trace of Python code; ``compiled`` an XLA backend compile.
@@ -307,8 +305,7 @@ class Event:
                    default=self.start_seconds)
 
 
-@dataclass(frozen=True, slots=True)
-class StaleCapture:
+class StaleCapture(msgspec.Struct, frozen=True, gc=False):
     """A global or closure variable read by traced code that changed after the trace."""
 
     function: str
@@ -319,8 +316,7 @@ class StaleCapture:
     current_value: str
 
 
-@dataclass(frozen=True, slots=True)
-class SlowCalls:
+class SlowCalls(msgspec.Struct, frozen=True, gc=False):
     """The slow calls of one function with one signature for one reason: calls that JAX
     dispatched in Python without tracing, lowering or compiling (``SlowReason``).
 
@@ -345,8 +341,7 @@ class SlowCalls:
     process: int | None = None  # merged sessions only: the jax.distributed process index
 
 
-@dataclass(frozen=True, slots=True)
-class SlowCallWatch:
+class SlowCallWatch(msgspec.Struct, frozen=True, gc=False):
     """Whether the recording could see slow calls (``observable``; ``reason`` says why not),
     and the fast-path baseline measured in the same process at its end: the seconds of one
     cached call of a trivial jitted function (None where it was not measured)."""
@@ -360,8 +355,7 @@ class SlowCallWatch:
 PUBLIC_ONLY_CHOSEN = "the public-only hook mode was chosen"
 
 
-@dataclass(frozen=True, slots=True)
-class Environment:
+class Environment(msgspec.Struct, frozen=True, gc=False):
     """What recorded the session. ``process_index``, ``process_count`` and ``host`` are set for
     a process of a ``jax.distributed`` job (``process_count`` > 1); ``backend`` is ``NO_BACKEND``
     when JAX's backend had not started when the recording stopped."""
@@ -379,8 +373,7 @@ class Environment:
 NO_BACKEND = "no backend"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessRecord:
+class ProcessRecord(msgspec.Struct, frozen=True, gc=False):
     """One process of a merged session (``recompile-cli merge --save``): where its report came
     from and what belongs to it alone; its events carry ``process`` = ``index``."""
 
@@ -394,8 +387,7 @@ class ProcessRecord:
     target_exception: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Session:
+class Session(msgspec.Struct, frozen=True, gc=False):
     """A finished recording: what ran, every event, and what went wrong around it."""
 
     environment: Environment
@@ -414,8 +406,7 @@ class Session:
     slow_call_watch: SlowCallWatch | None = None  # None: recorded before slow calls were watched
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, gc=False):
     """A finished run: its session, and how it ended."""
 
     session: Session

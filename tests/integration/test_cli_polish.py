@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import replace
 
 import pytest
 from builders import ENV, f32_event, session
 from helpers import SAMPLES
+from msgspec.structs import replace
 
 from recompile_cli import __version__
 from recompile_cli.analysis.report import build_report

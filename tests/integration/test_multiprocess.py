@@ -15,13 +15,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from builders import ENV, f32_event, session
 from helpers import SAMPLES
 from jax_support import PRIVATE_HOOKS
+from msgspec.structs import replace
 
 from recompile_cli.capture.hosts.process import LAUNCHER_VARIABLES
 from recompile_cli.session.files import load_session, save_session

@@ -192,9 +192,8 @@ def _screenshot(browser: list[str], page: Path, name: str) -> Path:
 def test_html_pictures_and_a_merged_page_in_a_real_browser(cli, neutral_cwd):
     """The compile-seconds chart and a shape sweep's sizes and buckets draw in the browser;
     a merged session's page has the per-process table and the divergence."""
-    from dataclasses import replace
-
     from builders import ENV, f32_event, many_rows_report, session
+    from msgspec.structs import replace
 
     from recompile_cli.render import render
     from recompile_cli.session.files import save_session

@@ -5,13 +5,13 @@ goals are measured side by side in ``benchmarks/run.py``."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -33,8 +33,8 @@ def large():
 
 
 def _renamed(session: Session, name: str) -> Session:
-    events = tuple(dataclasses.replace(e, function=f"{name}{e.function}") for e in session.events)
-    return dataclasses.replace(session, events=events)
+    events = tuple(msgspec.structs.replace(e, function=f"{name}{e.function}") for e in session.events)
+    return msgspec.structs.replace(session, events=events)
 
 
 def test_html_lists_the_first_rows_and_says_how_many_there_are(large):

@@ -4,8 +4,7 @@ has no cache keys and why."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 from builders import ENV, event, session
 
@@ -45,8 +44,8 @@ KEY = CacheKeyInfo(key="jit_f-abc", fingerprint="f", constants_digest="c", symbo
 
 
 def keyed(**environment):
-    env = dataclasses.replace(ENV, compilation_cache_dir="/tmp/cache", **environment)
-    return dataclasses.replace(session([dataclasses.replace(event(), cache_key=KEY)]),
+    env = msgspec.structs.replace(ENV, compilation_cache_dir="/tmp/cache", **environment)
+    return msgspec.structs.replace(session([msgspec.structs.replace(event(), cache_key=KEY)]),
                                environment=env)
 
 
@@ -59,8 +58,8 @@ def keyed(**environment):
      "without JAX's cache-key internals (see its warnings); record it again"),
 ])
 def test_diff_says_which_run_has_no_keys_and_why(old_env, why):
-    env = dataclasses.replace(ENV, **{"compilation_cache_dir": "/tmp/cache", **old_env})
-    old = dataclasses.replace(session([event()]), environment=env)
+    env = msgspec.structs.replace(ENV, **{"compilation_cache_dir": "/tmp/cache", **old_env})
+    old = msgspec.structs.replace(session([event()]), environment=env)
     lines = comparison_lines(diff_sessions(old, keyed()))
     assert lines == ["Persistent compilation cache",
                      f"the OLD run has no cache keys, so key changes cannot be explained: {why}"]

@@ -4,7 +4,8 @@ cache keys are explained (analysis.cache.keys) and shown (render.sections.cache_
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from recompile_cli.analysis.cache.keys import CONSTANTS_FIX, KeyPart, compare, explain
 from recompile_cli.analysis.cache.outcomes import outcomes

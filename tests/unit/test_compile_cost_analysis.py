@@ -4,9 +4,9 @@ groups, the patterns and their messages, the session format, the report outputs,
 
 from __future__ import annotations
 
-import dataclasses
 import io
 
+import msgspec
 import pandas as pd
 import pytest
 from builders import event, session
@@ -43,7 +43,7 @@ COST = CompileCost(
 
 def costed(seq=0, function="step", cost=COST, seconds=2.0, defined_at="heavy.py:12"):
     base = event(function=function, seq=seq, defined_at=defined_at)
-    return dataclasses.replace(base, compile_seconds=seconds, cost=cost)
+    return msgspec.structs.replace(base, compile_seconds=seconds, cost=cost)
 
 
 def test_a_line_repeating_one_group_is_found_with_its_count():
@@ -95,7 +95,7 @@ def test_the_patterns_name_the_line_the_constant_and_the_inlined_function():
 
 @pytest.mark.parametrize("equations", [199, 240])  # too few; under 20% of step's 1,204
 def test_a_small_inlined_function_is_not_named(equations):
-    cost = dataclasses.replace(COST, inlined=(("helper@heavy.py:30", equations),))
+    cost = msgspec.structs.replace(COST, inlined=(("helper@heavy.py:30", equations),))
     helper = costed(1, "helper", CompileCost(equations=equations, walked=equations), 0.1,
                     "heavy.py:30")
     kinds = [p.kind for p in analyse_cost(session([costed(cost=cost), helper])).patterns]
@@ -105,7 +105,7 @@ def test_a_small_inlined_function_is_not_named(equations):
 def test_a_capped_attribution_is_said():
     from recompile_cli.render.sections.compile_cost import section, summary
 
-    capped = dataclasses.replace(COST, equations=90_000, walked=50_000)
+    capped = msgspec.structs.replace(COST, equations=90_000, walked=50_000)
     (line,) = summary(section(build_report(session([costed(cost=capped)]))))
     assert line.endswith("; lines attributed for the first 50,000 equations only (a bound on the "
                          "work for huge programs)")
@@ -115,7 +115,7 @@ def test_a_capped_attribution_is_said():
 def test_a_session_without_cost_says_why_only_in_public_only_mode():
     plain = session([event()])
     assert analyse_cost(plain).note is None and analyse_cost(plain).functions == ()
-    public = dataclasses.replace(plain, environment=Environment("0.4.30", "3.11", "cpu",
+    public = msgspec.structs.replace(plain, environment=Environment("0.4.30", "3.11", "cpu",
                                                                 HookMode.PUBLIC_ONLY))
     assert analyse_cost(public).note == NO_PRIVATE_HOOKS
 
@@ -208,7 +208,7 @@ def test_baselines_and_diff_keep_the_equations(tmp_path):
     path = tmp_path / "base.json"
     save_baseline([report], path)
     assert load_baseline(path).functions["heavy.py:step"] == FunctionTotals(1, 1, 2.0, 1204)
-    smaller = build_report(session([costed(cost=dataclasses.replace(COST, equations=602))]))
+    smaller = build_report(session([costed(cost=msgspec.structs.replace(COST, equations=602))]))
     changes, _ = diff_reports(smaller, report)
     assert changes[0].equations == (602, 1204)
     assert "602 -> 1,204 (+100%)" in render_diff(changes, [], "a", "b")
@@ -216,7 +216,7 @@ def test_baselines_and_diff_keep_the_equations(tmp_path):
 
 def public_only(events):
     env = Environment("0.4.30", "3.11", "cpu", HookMode.PUBLIC_ONLY)
-    return build_report(dataclasses.replace(session(events), environment=env))
+    return build_report(msgspec.structs.replace(session(events), environment=env))
 
 
 @pytest.mark.parametrize("allowed", [False, True])
@@ -293,7 +293,7 @@ def test_a_zero_equation_baseline_is_compared_not_skipped(baseline_equations, he
     any percent above it."""
     baseline = Baseline("base.json", {"jax_version": "0.10.2", "backend": "cpu"},
                         {"heavy.py:step": FunctionTotals(1, 1, 2.0, baseline_equations)})
-    report = build_report(session([costed(cost=dataclasses.replace(COST, equations=40))]))
+    report = build_report(session([costed(cost=msgspec.structs.replace(COST, equations=40))]))
     result = evaluate([Gated("p", report)], baseline, compile_regression=1)
     assert result.held is held, result.violations
     if baseline_equations == 0:

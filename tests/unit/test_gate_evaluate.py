@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from builders import event, leaf, numbered, session, sig
+from msgspec.structs import replace
 
 from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.report import build_report

@@ -101,9 +101,8 @@ def test_pictures_compile_seconds_by_cause_and_the_sweep_with_bucket_edges():
 
 
 def test_a_public_only_page_says_so_first():
-    from dataclasses import replace
-
     from builders import ENV
+    from msgspec.structs import replace
 
     events = [f32_event(0, "step", n=3), f32_event(1, "step", n=4)]
     old_jax = replace(ENV, hook_mode="public-only", jax_version="0.4.30")

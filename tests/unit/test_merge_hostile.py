@@ -3,9 +3,9 @@ any work, and the same report twice (also a copy) or two reports of one process 
 
 from __future__ import annotations
 
-import dataclasses
 import tracemalloc
 
+import msgspec
 import pytest
 from builders import f32_event, session
 
@@ -15,8 +15,8 @@ from recompile_cli.errors import MergeError
 
 def process(index: int | None, count: int | None, wall: float = 1.0):
     made = session([f32_event(0, "step")], wall_seconds=wall)
-    env = dataclasses.replace(made.environment, process_index=index, process_count=count)
-    return dataclasses.replace(made, environment=env)
+    env = msgspec.structs.replace(made.environment, process_index=index, process_count=count)
+    return msgspec.structs.replace(made, environment=env)
 
 
 def test_a_process_count_of_a_billion_is_refused_without_a_large_allocation():
@@ -44,10 +44,10 @@ def test_the_largest_job_merges_and_names_the_missing_processes_as_ranges():
 def test_the_same_report_twice_is_refused():
     one = process(None, None)
     with pytest.raises(MergeError, match="hold the same report"):
-        merge_reports([("g.json", one), ("copy.json", dataclasses.replace(one))])
+        merge_reports([("g.json", one), ("copy.json", msgspec.structs.replace(one))])
     indexed = process(0, 2)
     with pytest.raises(MergeError, match="one file was passed twice"):
-        merge_reports([("g.json", indexed), ("copy.json", dataclasses.replace(indexed))])
+        merge_reports([("g.json", indexed), ("copy.json", msgspec.structs.replace(indexed))])
 
 
 def test_two_reports_of_one_process_are_refused():

@@ -5,9 +5,8 @@ suggestion carried. No JAX."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from builders import leaf, numbered, session, sig
+from msgspec.structs import replace
 
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.messages import advice, collapsed, describe

@@ -14,6 +14,7 @@ import re
 from html.parser import HTMLParser
 
 import markdown_it
+import msgspec
 import pytest
 from builders import f32_event, session
 from hypothesis import example, given, settings
@@ -47,8 +48,7 @@ def hostile_session(process: int | None = None):
                       process_count=None if process is None else 2)
     made = session(events, target=f"prog.py:{NAME}", warnings=(NAME,),
                    target_exception=f"ValueError: {NAME}")
-    return type(made)(**{**{f: getattr(made, f) for f in made.__dataclass_fields__},
-                         "environment": env})
+    return msgspec.structs.replace(made, environment=env)
 
 
 def gate() -> GateResult:

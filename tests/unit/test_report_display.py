@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import msgspec
 import pytest
 from builders import ENV, f32_event, hostile_report, many_rows_report, session
 
@@ -30,10 +31,10 @@ def mixed_report():
               f32_event(3, "step", n=4, defined_at="prog.py:3", call_site="prog.py:9 (main)"),
               f32_event(4, "broadcast_in_dim", n=3, owner="jax", defined_at=JAX_OP),
               f32_event(5, "<lambda>", n=3, owner="library", defined_at=FLAX_FN)]
-    retrace = dataclasses.replace(f32_event(6, "<lambda>", n=4, owner="library",
+    retrace = msgspec.structs.replace(f32_event(6, "<lambda>", n=4, owner="library",
                                             defined_at=FLAX_FN), compiled=False,
                                   lower_seconds=0.0, compile_seconds=0.0)
-    first = dataclasses.replace(events[-1], compiled=False, lower_seconds=0.0,
+    first = msgspec.structs.replace(events[-1], compiled=False, lower_seconds=0.0,
                                 compile_seconds=0.0)
     return build_report(session([*events[:-1], first, retrace]))
 
@@ -150,8 +151,8 @@ def test_paths_below_the_working_folder_are_shown_relative(tmp_path, monkeypatch
     here = str(tmp_path)
     events = [f32_event(i, "f", static={"k": str(i)}, defined_at=f"{here}/prog.py:3")
               for i in range(3)]
-    env = dataclasses.replace(ENV, compilation_cache_dir=f"{here}/cache")
-    report = build_report(dataclasses.replace(
+    env = msgspec.structs.replace(ENV, compilation_cache_dir=f"{here}/cache")
+    report = build_report(msgspec.structs.replace(
         session(events, warnings=(f"could not read {here}/data.txt",),
                 target_exception=f"f raised at {here}/prog.py:7: bad"), environment=env))
     advice = dataclasses.replace(report.suggestions[0],
@@ -181,7 +182,7 @@ def test_many_functions_of_yours_are_summed_up_after_the_five_most_re_compiled()
 
 
 def test_functions_traced_only_inside_another_compile_nothing_of_their_own():
-    inner = dataclasses.replace(f32_event(0, "inner", defined_at="prog.py:2"), depth=1,
+    inner = msgspec.structs.replace(f32_event(0, "inner", defined_at="prog.py:2"), depth=1,
                                 compiled=False, lower_seconds=0.0, compile_seconds=0.0)
     report = build_report(session([inner]))
     assert terminal.render(report, width=100).splitlines()[1] == (

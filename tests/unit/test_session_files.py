@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from recompile_cli.analysis.report import build_report
@@ -114,9 +115,9 @@ def test_json_report_is_the_session_plus_the_analysis(session, report_data):
 
 
 def _with_nan(session: Session) -> Session:
-    first = dataclasses.replace(session.events[0], trace_seconds=math.nan,
+    first = msgspec.structs.replace(session.events[0], trace_seconds=math.nan,
                                 compile_seconds=math.inf)
-    return dataclasses.replace(session, events=(first, *session.events[1:]),
+    return msgspec.structs.replace(session, events=(first, *session.events[1:]),
                                wall_seconds=math.nan)
 
 
@@ -364,14 +365,14 @@ def test_a_problem_in_a_late_event_of_a_long_session_is_named(tmp_path):
 def test_process_fields_are_written_only_when_set(tmp_path, session):
     """A single-process session leaves out the process fields (as 0.1.0 wrote it); a process of
     a distributed job, or a merged session, writes them and reads them back."""
-    assert [f.name for f in dataclasses.fields(Event)][-1] == "process"
-    assert [f.name for f in dataclasses.fields(Environment)][-3:] == [
+    assert list(Event.__struct_fields__)[-1] == "process"
+    assert list(Environment.__struct_fields__)[-3:] == [
         "process_index", "process_count", "host"]
     text = files.session_text(session)
     assert '"process' not in text and '"host"' not in text
-    distributed = dataclasses.replace(
-        session, events=tuple(dataclasses.replace(e, process=1) for e in session.events),
-        environment=dataclasses.replace(session.environment, process_index=1,
+    distributed = msgspec.structs.replace(
+        session, events=tuple(msgspec.structs.replace(e, process=1) for e in session.events),
+        environment=msgspec.structs.replace(session.environment, process_index=1,
                                         process_count=2, host="node-1"))
     path = tmp_path / "p1.json"
     save_session(distributed, path)

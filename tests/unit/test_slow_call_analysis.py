@@ -3,10 +3,10 @@ format, streamed to an events log and read back (cut short too), and merged."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
+import msgspec
 import pytest
 from builders import ENV, event, f32_event, leaf, sig
 
@@ -83,8 +83,8 @@ def test_every_reason_has_its_words_and_a_fix_true_for_it(reason):
 
 def test_pure_callback_is_advised_only_where_it_keeps_the_fast_path():
     def fix(version: str, **fields: object) -> str | None:
-        env = dataclasses.replace(ENV, jax_version=version)
-        report = build_report(dataclasses.replace(session(slow(**fields)), environment=env))
+        env = msgspec.structs.replace(ENV, jax_version=version)
+        report = build_report(msgspec.structs.replace(session(slow(**fields)), environment=env))
         return report.slow_calls.groups[0].fix
 
     assert "jax.pure_callback" in (fix("0.10.2") or "")
@@ -184,8 +184,8 @@ def test_the_events_log_streams_them_and_a_cut_short_log_keeps_them(tmp_path):
 
 
 def test_merged_processes_keep_their_own_slow_calls():
-    one = dataclasses.replace(session(slow(calls=7)), target="prog.py --rank 0")
-    two = dataclasses.replace(session(slow(calls=9)), target="prog.py --rank 1", wall_seconds=2.0)
+    one = msgspec.structs.replace(session(slow(calls=7)), target="prog.py --rank 0")
+    two = msgspec.structs.replace(session(slow(calls=9)), target="prog.py --rank 1", wall_seconds=2.0)
     merged = merge_reports([("a.json", one), ("b.json", two)]).session
     assert sorted((g.process, g.calls) for g in merged.slow_calls) == [(0, 7), (1, 9)]
     assert merged.slow_call_watch == WATCHED
@@ -196,9 +196,9 @@ def test_merged_processes_keep_their_own_slow_calls():
 def test_a_flatten_above_the_threshold_names_the_function_and_its_argument():
     cost = FlattenCost(leaves=7600, nodes=15_201, custom_nodes=7600, seconds=0.017,
                        argument="model", argument_nodes=15_200, node_type="flax.Param")
-    slow_one = dataclasses.replace(event(sig(x=leaf("f32", 3))), flatten=cost)
-    quick = dataclasses.replace(event(sig(x=leaf("f32", 3)), function="g", seq=1),
-                                flatten=dataclasses.replace(cost, seconds=FLATTEN_SECONDS / 2))
+    slow_one = msgspec.structs.replace(event(sig(x=leaf("f32", 3))), flatten=cost)
+    quick = msgspec.structs.replace(event(sig(x=leaf("f32", 3)), function="g", seq=1),
+                                flatten=msgspec.structs.replace(cost, seconds=FLATTEN_SECONDS / 2))
     report = build_report(session(events=(slow_one, quick)))
     (finding,) = report.slow_calls.flatten
     assert (finding.function, finding.argument, finding.custom_nodes) == ("f", "model", 7600)

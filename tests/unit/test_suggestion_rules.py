@@ -4,10 +4,9 @@ hand-built sessions. No advice is better than wrong advice."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from builders import event, leaf, numbered, sig
+from msgspec.structs import replace
 
 from recompile_cli.analysis.advice import rules
 from recompile_cli.analysis.advice.suggest import Suggestion, gather, suggest

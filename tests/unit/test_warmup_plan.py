@@ -4,13 +4,13 @@ that no session, however hostile, makes a plan run code it did not name."""
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
 import msgspec
 import pytest
 from builders import event, leaf, session, sig
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from recompile_cli.analysis.warmup import plan as planning
 from recompile_cli.analysis.warmup.plan import Unwritable, plan

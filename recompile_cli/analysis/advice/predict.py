@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import replace
 from operator import itemgetter
 from typing import Any, cast
+
+from msgspec.structs import replace
 
 from recompile_cli.session.model import Leaf, Signature
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import fields
 from operator import attrgetter
 from typing import Generic, TypeVar
 
@@ -62,7 +61,7 @@ _LeafKey = tuple[tuple[int, ...], str, bool, str | None]
 
 
 # a ``Leaf``'s fields as a tuple: equal exactly when the leaves are equal
-_leaf_key = attrgetter(*(field.name for field in fields(Leaf)))
+_leaf_key = attrgetter(*Leaf.__struct_fields__)
 
 
 class _Group:

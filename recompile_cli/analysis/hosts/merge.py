@@ -16,10 +16,11 @@ warnings of the merged session. Pure: no I/O, no printing, no JAX.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import msgspec
 
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.causes.explain import explain_events
@@ -93,19 +94,19 @@ def split(session: Session, source: str) -> list[tuple[str, Session]]:
     out = []
     for record in session.processes:
         prefix = f"process {record.index}: "
-        environment = dataclasses.replace(
+        environment = msgspec.structs.replace(
             session.environment, process_index=record.index, host=record.host,
             jax_version=record.jax_version or session.environment.jax_version)
         out.append((f"{source} (process {record.index}, from {record.source})", Session(
             environment=environment, target=record.target,
-            events=tuple(dataclasses.replace(e, process=None) for e in session.events
+            events=tuple(msgspec.structs.replace(e, process=None) for e in session.events
                          if e.process == record.index),
             wall_seconds=record.wall_seconds, base_context=dict(session.base_context),
             calls=dict(record.calls), target_exception=record.target_exception,
             warnings=tuple(w.removeprefix(prefix) for w in session.warnings
                            if w.startswith(prefix)),
             stale_captures=session.stale_captures,
-            slow_calls=tuple(dataclasses.replace(g, process=None) for g in session.slow_calls
+            slow_calls=tuple(msgspec.structs.replace(g, process=None) for g in session.slow_calls
                              if g.process == record.index),
             slow_call_watch=session.slow_call_watch)))
     return out
@@ -242,7 +243,7 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
     events: list[Event] = []
     for part in parts:
         for event in part.session.events:
-            events.append(dataclasses.replace(event, seq=len(events), process=part.index))
+            events.append(msgspec.structs.replace(event, seq=len(events), process=part.index))
     calls: dict[str, int] = {}
     for part in parts:
         for key, n in part.session.calls.items():
@@ -255,7 +256,7 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
         for capture in part.session.stale_captures:
             stale.setdefault((capture.function, capture.defined_at, capture.variable), capture)
     return Session(
-        environment=dataclasses.replace(first.environment, process_index=None, host=None,
+        environment=msgspec.structs.replace(first.environment, process_index=None, host=None,
                                         process_count=count or len(parts)),
         target=targets[0] if len(targets) == 1 else (
             f"{_program(targets[0])[0]} (arguments differ per process)"),
@@ -265,7 +266,7 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
                                   for w in p.session.warnings)]),
         stale_captures=tuple(stale.values()),
         target_exception="; ".join(failures) or None,
-        slow_calls=tuple(dataclasses.replace(g, process=p.index) for p in parts
+        slow_calls=tuple(msgspec.structs.replace(g, process=p.index) for p in parts
                          for g in p.session.slow_calls),
         slow_call_watch=_merged_watch([p.session.slow_call_watch for p in parts]),
         processes=tuple(ProcessRecord(

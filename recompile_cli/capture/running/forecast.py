@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from recompile_cli.capture.code import stack
 from recompile_cli.capture.jax.arguments.signatures import is_committed

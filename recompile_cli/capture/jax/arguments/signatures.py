@@ -12,7 +12,6 @@ nothing from ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import re
@@ -22,6 +21,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from recompile_cli.capture.code import stack
 from recompile_cli.capture.jax import callbacks, replay
@@ -225,7 +226,7 @@ def _own_placements(leaves: dict[str, Leaf], args: tuple[Any, ...], kwargs: dict
             sharding = getattr(value, "sharding", None)
             spec = getattr(sharding, "spec", None)
             if spec is not None and _auto_axes(sharding):
-                item = dataclasses.replace(item, sharding=f"{spec}, auto")
+                item = msgspec.structs.replace(item, sharding=f"{spec}, auto")
         out[path] = item
     return out
 

@@ -38,8 +38,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec.structs import replace
 
 from recompile_cli import fileio, ranges
 from recompile_cli.capture.code import stack
