@@ -34,6 +34,18 @@ from recompile_cli.session.structures import treedef_text
 from recompile_cli.session.warmup import Replay, Warmup
 
 SCHEMA_VERSION = 1
+
+
+def _intern(record: msgspec.Struct, *names: str) -> None:
+    """One string for each repeated name: a loaded session repeats a few function names,
+    definitions, call sites, dtypes and lines in many events (memory per event). Only exact
+    ``str``: a subclass (a user's ``__name__``) is kept as it is."""
+    for name in names:
+        text = getattr(record, name)
+        if type(text) is str:
+            msgspec.structs.force_setattr(record, name, sys.intern(text))
+
+
 # Counts, sizes and seconds are ``ranges``' types, checked on loading: a hand-edited or damaged
 # file (a negative time, 7e64 s saved) is refused with the field's path, as any wrong type is.
 
@@ -65,6 +77,9 @@ class Leaf(msgspec.Struct, frozen=True, gc=False):
     dtype: str
     weak_type: bool = False
     sharding: str | None = None  # only when not the default (unsharded) placement
+
+    def __post_init__(self) -> None:
+        _intern(self, "dtype")
 
     @property
     def short(self) -> str:
@@ -190,8 +205,7 @@ class LineCost(msgspec.Struct, frozen=True, gc=False):
     repeats: Count = 0
 
     def __post_init__(self) -> None:
-        # Loaded sessions repeat a few lines in many compiles: one string each (memory).
-        msgspec.structs.force_setattr(self, "location", sys.intern(self.location))
+        _intern(self, "location")
 
 
 class ConstantCost(msgspec.Struct, frozen=True, gc=False):
@@ -289,6 +303,9 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     # that callback's API (``jax.debug.callback``), where the stack told (private hooks only)
     host_callback: str | None = None
     process: int | None = None  # merged sessions only: the jax.distributed process index
+
+    def __post_init__(self) -> None:
+        _intern(self, "function", "defined_at", "call_site")
 
     def stages(self) -> list[tuple[str, float, float]]:
         """(stage, start, seconds) for each stage that ran: trace, lower, compile."""

@@ -380,3 +380,31 @@ def test_process_fields_are_written_only_when_set(tmp_path, session):
     assert data["environment"]["host"] == "node-1"
     assert {e["process"] for e in data["events"]} == {1}
     assert load_session(path) == distributed
+
+
+def test_a_loaded_session_keeps_one_copy_of_each_repeated_name(tmp_path):
+    """Function names, definitions, call sites, dtypes and cost lines repeat in many events: a
+    loaded session holds one string of each, not one per event (memory per event); a name that
+    is a str subclass (a user's ``__name__``) is kept as it is, never an error."""
+    from builders import f32_event
+
+    from recompile_cli.session.model import LineCost
+
+    class Name(str):
+        pass
+
+    events = [f32_event(i, "step", defined_at="/p/train.py:3", call_site="/p/train.py:9 (main)")
+              for i in range(3)]
+    saved = tmp_path / "s.json"
+    save_session(Session(environment=Environment("0.10.2", "3.11", "cpu", HookMode.PRIVATE),
+                         target="train.py", events=tuple(events), wall_seconds=1.0), saved)
+    loaded = load_session(saved).events
+    for name in ("function", "defined_at", "call_site"):
+        assert len({id(getattr(e, name)) for e in loaded}) == 1, name
+    dtypes = {id(leaf.dtype) for e in loaded if e.signature for leaf in e.signature.leaves.values()}
+    assert len(dtypes) == 1
+    lines = {id(LineCost(location="/p/" + "train.py:3", equations=1).location) for _ in range(2)}
+    assert len(lines) == 1
+    odd = Event(0, Name("step"), Name("/p/train.py:3"), Owner.USER, None, None, 0, True, True,
+                0.0)
+    assert (type(odd.function), type(odd.defined_at), odd.call_site) == (Name, Name, None)
