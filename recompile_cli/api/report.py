@@ -55,7 +55,7 @@ class RecompileReport:
     network.
 
     Args:
-        report: the analysed session (``recompile_cli.analysis.report.analyse``).
+        report: the analysed session (``recompile_cli.analysis.report.build_report``).
         show_all: list JAX's and libraries' internal functions too (``--all``).
         gate: the result of a gate evaluated on this report; its violations are shown first.
     """

@@ -91,7 +91,7 @@ def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
     try:
         return supervisor.supervise(job, cwd=cwd, events_log=events_log, timeout=timeout,
                                     observer=live, stdout_to_stderr=stdout_to_stderr,
-                                    ended=_analysed.analyse)
+                                    ended=_analysed.build_ahead)
     finally:
         if live is not None:
             live.close()
@@ -115,7 +115,7 @@ class _Analysed:
     def __init__(self) -> None:
         self._last: tuple[Session, Report] | None = None
 
-    def analyse(self, session: Session) -> None:
+    def build_ahead(self, session: Session) -> None:
         from recompile_cli.analysis.report import build_report
 
         self._last = None
