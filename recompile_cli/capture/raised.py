@@ -5,9 +5,9 @@ A call that JAX refuses (``capture.jax.arguments.refusals``) raises in JAX's C++
 hook runs; a program that catches the error leaves no trace of it. ``sys.monitoring``'s ``RAISE``
 event (PEP 669, Python 3.12+) reports every exception as it arrives in a Python frame, and
 costs nothing until one is raised: no cached call of a jitted function passes through it.
-``Watch`` takes a free tool id, hands each exception raised in a user frame to its callback
+``RaiseWatch`` takes a free tool id, hands each exception raised in a user frame to its callback
 with that frame and instruction, and gives the id back. On Python 3.11 there is no such event:
-``Watch`` does nothing, and a refused call is seen only when its error reaches the recorder
+``RaiseWatch`` does nothing, and a refused call is seen only when its error reaches the recorder
 (uncaught) or passes a counted call (``--count-calls``). The callback never raises.
 """
 
@@ -24,7 +24,7 @@ OnRaise = Callable[[BaseException, types.FrameType, int], None]
 _TOOL_IDS = (4, 3)  # ids no standard tool claims (0: debugger, 1: coverage, 2: profilers)
 
 
-class Watch:
+class RaiseWatch:
     """``start()`` / ``stop()``: ``on_raise(exc, frame, offset)`` for each exception raised in
     a user frame in between (Python >= 3.12; nothing on 3.11)."""
 

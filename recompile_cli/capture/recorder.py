@@ -7,7 +7,7 @@ and are stitched into one ``Event`` per miss through a per-thread "current event
 ``enrich.Enrichment`` completes with the compile's cache key and cost. Calls that JAX dispatches
 in Python without any of those stages (slow calls: ``capture.jax.slow_calls``) are grouped by
 ``slow_groups.SlowCallLog``. The ``Recorder`` owns all recording state (with ``Enrichment``,
-``stale.Watch`` and ``SlowCallLog``); ``stop()`` returns frozen data.
+``StaleWatch`` and ``SlowCallLog``); ``stop()`` returns frozen data.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from recompile_cli.capture.jax import callbacks, hooks, listeners, slow_calls
 from recompile_cli.capture.jax.arguments import refusals
 from recompile_cli.capture.jax.arguments.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.slow_groups import SlowCallLog
-from recompile_cli.capture.stale import Watch
+from recompile_cli.capture.stale import StaleWatch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.locations import path_of
@@ -118,9 +118,9 @@ class Recorder:
         self._call_label: str | None = None
         self._call_of: str | None = None
         self._paused = False
-        self._stale = Watch()
+        self._stale = StaleWatch()
         self._warmup: Warmup | None = None
-        self._raises = raised.Watch(self.refused)  # calls JAX refused, caught or not (3.12+)
+        self._raises = raised.RaiseWatch(self.refused)  # calls JAX refused, caught or not (3.12+)
         self._refusals: dict[int, BaseException] = {}  # the exceptions recorded as refusals
         self._slow_hooks: slow_calls.SlowCallHooks | None = None
         self._slow: SlowCallLog | None = None

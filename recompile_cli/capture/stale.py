@@ -3,7 +3,7 @@
 JAX bakes the values a function reads from globals and closures into the trace; when such a
 value changes later, the cached executable silently keeps the old one. ``Snapshot.take`` records
 the simple values (numbers, strings, tuples of them, small arrays) a function's code reads at
-trace time; ``Snapshot.stale`` lists the ones whose current value differs. ``Watch`` keeps the
+trace time; ``Snapshot.stale`` lists the ones whose current value differs. ``StaleWatch`` keeps the
 snapshots of one recording and lists its ``StaleCapture`` entries.
 
 Which names count is read from the bytecode (``loaded_names``): only the global loads and the
@@ -101,7 +101,7 @@ class Snapshot:
         return out
 
 
-class Watch:
+class StaleWatch:
     """The snapshots of the user's functions traced during one recording."""
 
     def __init__(self) -> None:

@@ -11,7 +11,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from recompile_cli.analysis.hosts.divergence import Comparison, Divergence, FunctionRow, compare
+from recompile_cli.analysis.hosts.divergence import (
+    Comparison,
+    Divergence,
+    FunctionByProcess,
+    compare,
+)
 from recompile_cli.analysis.hosts.merge import Merged, merge, processes, split
 from recompile_cli.render import escape, fit
 from recompile_cli.session import codec
@@ -128,7 +133,7 @@ def _functions(comparison: Comparison, table: Callable[[list[str], list[list[Any
     return lines
 
 
-def _cell(f: FunctionRow, index: int) -> str:
+def _cell(f: FunctionByProcess, index: int) -> str:
     c = f.counts[index]
     return f"{c.traces} / {c.compiles} / {c.compile_seconds:.3f}"
 

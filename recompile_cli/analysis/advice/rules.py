@@ -1,11 +1,11 @@
 """When each kind of advice applies: the one table of suggestion rules and their preconditions.
 
-A ``Rule`` names the cause codes it answers, says in words which kinds of value it is true for
-(``when``), checks that on a ``Group`` (``applies``) and builds the message and its prediction
-(``advise``, in ``advice`` and ``padding``). ``advise`` below takes the first rule, in table
-order, whose code and preconditions hold; a group that no rule fits gets no advice, and so does
-one whose rule finds nothing true to say (padding whose overhead is absurd): no advice is
-better than wrong advice.
+An ``AdviceRule`` names the cause codes it answers, says in words which kinds of value it is true
+for (``when``), checks that on a ``Group`` (``applies``) and builds the message and its prediction
+(``advise``, in ``advice`` and ``padding``). ``advise`` below takes the first rule, in table order,
+whose code and preconditions hold; a group that no rule fits gets no advice, and so does one whose
+rule finds nothing true to say (padding whose overhead is absurd): no advice is better than wrong
+advice.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ C = CauseCode
 
 
 @dataclass(frozen=True)
-class Rule:
+class AdviceRule:
     """One kind of advice: the cause codes it answers, its preconditions in words (``when``)
     and as a predicate (``applies``), its builder (``advise``: the message and the predicted
     compiles) and the fix whose compiles it predicts (``predicts``; empty: none predicted)."""
@@ -163,84 +163,104 @@ def _always(g: Group) -> bool:
 
 
 # -- the table ----------------------------------------------------------------------------------
-RULES: tuple[Rule, ...] = (
-    Rule("prng_key_type", frozenset({C.SHAPE, C.DTYPE}),
-         "a PRNG key that was a typed key (`key<impl>`) in some calls and a raw uint32 key or a "
-         "key of another implementation in others", _key_types, texts.prng_keys,
-         "every raw key of the function as a typed key of the one implementation seen"),
-    Rule("pad_dimension", frozenset({C.SHAPE}),
-         "a numeric array of data (not a PRNG key, a model's parameter or an optimizer's state) "
-         "whose rank stays the same and some of whose dimensions take several sizes; dropped "
-         "where padding's extra work is absurd (padding.MAX_OVERHEAD)",
-         _dimensions, padding.pad_dimension,
-         "every dimension of the same axis padded to its bucket"),
-    Rule("change_rank", frozenset({C.SHAPE}),
-         "a numeric array of data that arrived with different ranks", _ranks,
-         padding.change_rank),
-    Rule("cast_dtype", frozenset({C.DTYPE}), "a numeric array that arrived with different dtypes",
-         _dtypes, texts.dtype, "the argument cast to the dtype seen first"),
-    Rule("weak_type", frozenset({C.WEAK_TYPE}),
-         "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
-         "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
-         texts.weak_types, "every such leaf given a dtype where it is made"),
-    Rule("library_mode", frozenset({C.STATIC_VALUE, C.TREE_STRUCTURE}),
-         "a Python bool of a library's module that the library branches on in Python (a mode "
-         "switch such as equinox `Dropout(inference=...)` or flax `BatchNorm"
-         "(use_running_average=...)`): each mode compiling once is expected",
-         _library_mode, texts.library_mode),
-    Rule("static_type", frozenset({C.STATIC_VALUE}),
-         "a static argument that took equal values of different types (`2` and "
-         "`np.int64(2)`, an `Enum` member and its value), which JAX keys apart",
-         lambda g: bool(texts.type_pairs(g)), texts.static_type,
-         "the argument converted to one type"),
-    Rule("static_function", frozenset({C.STATIC_VALUE}),
-         "a static value that is (or holds) a function object and differs only by memory "
-         "addresses or prints the same but compares unequal (re-created each call)",
-         _functions, texts.static_function, "one function object kept"),
-    Rule("static_identity", frozenset({C.STATIC_VALUE}),
-         "a static value whose values print the same but compare unequal (identity `__eq__`)",
-         _same_text, texts.static_identity, "one instance kept (or value equality)"),
-    Rule("static_object", frozenset({C.STATIC_VALUE}),
-         "a static value, not a function, that differs only by a memory address, or whose type "
-         "compares by identity (re-created objects)", _new_objects, texts.static_object,
-         "one instance kept (or value equality)"),
-    Rule("static_number", frozenset({C.STATIC_VALUE}),
-         "a static value whose values are all Python numbers or booleans (strings, tuples and "
-         "other values get no advice)", _numbers, texts.static_number,
-         "the whole static argument passed traced"),
-    Rule("field_object", frozenset({C.TREE_STRUCTURE}),
-         "static data (a static field, aux data, or the whole structure) whose values differ "
-         "only by memory addresses, or print the same but compare unequal (an object rebuilt "
-         "each call)", _field_objects, texts.field_object, "one object kept"),
-    Rule("mode_flag", frozenset({C.TREE_STRUCTURE}),
-         "a static field or attribute whose values are booleans or None (a train/eval flag)",
-         _mode, texts.mode_flag),
-    Rule("field_value", frozenset({C.TREE_STRUCTURE}),
-         "any other static field, attribute or aux data that took new values", _field,
-         texts.field_value),
-    Rule("none_or_array", frozenset({C.TREE_STRUCTURE}),
-         "data that was None in some calls and an array in others", _none_or_array,
-         texts.none_or_array),
-    Rule("containers", frozenset({C.TREE_STRUCTURE}),
-         "containers of data that changed (keys added or removed, lists that grow), not a "
-         "model's or an optimizer's", _containers, texts.containers),
-    Rule("same_passing", frozenset({C.ARG_PASSING}),
-         "the same arguments passed positionally in some calls and by keyword in others (not "
-         "an argument left to its default)", _same_arguments, texts.passing,
-         "every argument passed the same way"),
-    Rule("new_function", frozenset({C.NEW_FUNCTION}), "a new function object with the same code",
-         _always, texts.new_function, "one function object kept"),
-    Rule("tracing_context", frozenset({C.TRACING_CONTEXT}),
-         "a config flag or context manager that changed", _always, texts.context),
-    Rule("placement", frozenset({C.SHARDING}),
-         "a compile without a re-trace for a new placement, sharding or donation", _always,
-         texts.sharding),
+RULES: tuple[AdviceRule, ...] = (
+    AdviceRule(
+        "prng_key_type", frozenset({C.SHAPE, C.DTYPE}),
+        "a PRNG key that was a typed key (`key<impl>`) in some calls and a raw uint32 key or a "
+        "key of another implementation in others", _key_types, texts.prng_keys,
+        "every raw key of the function as a typed key of the one implementation seen"),
+    AdviceRule(
+        "pad_dimension", frozenset({C.SHAPE}),
+        "a numeric array of data (not a PRNG key, a model's parameter or an optimizer's state) "
+        "whose rank stays the same and some of whose dimensions take several sizes; dropped "
+        "where padding's extra work is absurd (padding.MAX_OVERHEAD)",
+        _dimensions, padding.pad_dimension,
+        "every dimension of the same axis padded to its bucket"),
+    AdviceRule(
+        "change_rank", frozenset({C.SHAPE}),
+        "a numeric array of data that arrived with different ranks", _ranks,
+        padding.change_rank),
+    AdviceRule(
+        "cast_dtype", frozenset({C.DTYPE}), "a numeric array that arrived with different dtypes",
+        _dtypes, texts.dtype, "the argument cast to the dtype seen first"),
+    AdviceRule(
+        "weak_type", frozenset({C.WEAK_TYPE}),
+        "leaves that were weakly typed (a Python scalar or a weakly typed array) in some calls "
+        "and not in others; one advice per function", lambda g: bool(texts.weak_paths(g)),
+        texts.weak_types, "every such leaf given a dtype where it is made"),
+    AdviceRule(
+        "library_mode", frozenset({C.STATIC_VALUE, C.TREE_STRUCTURE}),
+        "a Python bool of a library's module that the library branches on in Python (a mode "
+        "switch such as equinox `Dropout(inference=...)` or flax `BatchNorm"
+        "(use_running_average=...)`): each mode compiling once is expected",
+        _library_mode, texts.library_mode),
+    AdviceRule(
+        "static_type", frozenset({C.STATIC_VALUE}),
+        "a static argument that took equal values of different types (`2` and "
+        "`np.int64(2)`, an `Enum` member and its value), which JAX keys apart",
+        lambda g: bool(texts.type_pairs(g)), texts.static_type,
+        "the argument converted to one type"),
+    AdviceRule(
+        "static_function", frozenset({C.STATIC_VALUE}),
+        "a static value that is (or holds) a function object and differs only by memory "
+        "addresses or prints the same but compares unequal (re-created each call)",
+        _functions, texts.static_function, "one function object kept"),
+    AdviceRule(
+        "static_identity", frozenset({C.STATIC_VALUE}),
+        "a static value whose values print the same but compare unequal (identity `__eq__`)",
+        _same_text, texts.static_identity, "one instance kept (or value equality)"),
+    AdviceRule(
+        "static_object", frozenset({C.STATIC_VALUE}),
+        "a static value, not a function, that differs only by a memory address, or whose type "
+        "compares by identity (re-created objects)", _new_objects, texts.static_object,
+        "one instance kept (or value equality)"),
+    AdviceRule(
+        "static_number", frozenset({C.STATIC_VALUE}),
+        "a static value whose values are all Python numbers or booleans (strings, tuples and "
+        "other values get no advice)", _numbers, texts.static_number,
+        "the whole static argument passed traced"),
+    AdviceRule(
+        "field_object", frozenset({C.TREE_STRUCTURE}),
+        "static data (a static field, aux data, or the whole structure) whose values differ "
+        "only by memory addresses, or print the same but compare unequal (an object rebuilt "
+        "each call)", _field_objects, texts.field_object, "one object kept"),
+    AdviceRule(
+        "mode_flag", frozenset({C.TREE_STRUCTURE}),
+        "a static field or attribute whose values are booleans or None (a train/eval flag)",
+        _mode, texts.mode_flag),
+    AdviceRule(
+        "field_value", frozenset({C.TREE_STRUCTURE}),
+        "any other static field, attribute or aux data that took new values", _field,
+        texts.field_value),
+    AdviceRule(
+        "none_or_array", frozenset({C.TREE_STRUCTURE}),
+        "data that was None in some calls and an array in others", _none_or_array,
+        texts.none_or_array),
+    AdviceRule(
+        "containers", frozenset({C.TREE_STRUCTURE}),
+        "containers of data that changed (keys added or removed, lists that grow), not a "
+        "model's or an optimizer's", _containers, texts.containers),
+    AdviceRule(
+        "same_passing", frozenset({C.ARG_PASSING}),
+        "the same arguments passed positionally in some calls and by keyword in others (not "
+        "an argument left to its default)", _same_arguments, texts.passing,
+        "every argument passed the same way"),
+    AdviceRule(
+        "new_function", frozenset({C.NEW_FUNCTION}), "a new function object with the same code",
+        _always, texts.new_function, "one function object kept"),
+    AdviceRule(
+        "tracing_context", frozenset({C.TRACING_CONTEXT}),
+        "a config flag or context manager that changed", _always, texts.context),
+    AdviceRule(
+        "placement", frozenset({C.SHARDING}),
+        "a compile without a re-trace for a new placement, sharding or donation", _always,
+        texts.sharding),
 )
 
 PER_FUNCTION = frozenset({C.WEAK_TYPE})  # codes advised once per function, over all paths
 
 
-def rule_for(g: Group) -> Rule | None:
+def rule_for(g: Group) -> AdviceRule | None:
     """The first rule of ``RULES`` that answers ``g``'s code and whose preconditions hold."""
     return next((r for r in RULES if g.code in r.codes and r.applies(g)), None)
 

@@ -42,7 +42,7 @@ class Counts:
 
 
 @dataclass(frozen=True, slots=True)
-class FunctionRow:
+class FunctionByProcess:
     """One function, its counts per process (zero where it never traced)."""
 
     key: str  # name@file.py:line, the same on every host
@@ -87,7 +87,7 @@ class Divergence:
 @dataclass(frozen=True)
 class Comparison:
     processes: tuple[int, ...]
-    functions: tuple[FunctionRow, ...]
+    functions: tuple[FunctionByProcess, ...]
     divergences: tuple[Divergence, ...]
 
 
@@ -130,7 +130,7 @@ def compare(parts: Sequence[Part]) -> Comparison:
                 lane.causes.append(causes[event.seq][0])
     functions = []
     for key, first in rows.items():
-        functions.append(FunctionRow(key, first.function, first.defined_at, first.owner,
+        functions.append(FunctionByProcess(key, first.function, first.defined_at, first.owner,
                                      {i: counts[key].get(i, Counts()) for i in order}))
     functions.sort(key=lambda f: (f.owner != Owner.USER, f.same,
                                   -max(c.compile_seconds for c in f.counts.values())))
@@ -174,7 +174,7 @@ def _step(event: Event, cause: Cause) -> tuple[object, ...]:
     return (_stage(event), values, changes, cause.code, cause.argument)
 
 
-def _diverge(f: FunctionRow, lanes: dict[int, _Lane]) -> Divergence | None:
+def _diverge(f: FunctionByProcess, lanes: dict[int, _Lane]) -> Divergence | None:
     compiles = {i: sum(e.compiled for e in lane.events) for i, lane in lanes.items()}
     sequences: dict[str, list[Any]] = {
         "compile count": [compiles[i] for i in lanes],

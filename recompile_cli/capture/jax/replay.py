@@ -42,7 +42,7 @@ VALUE_NODES = 2000  # a static value or aux data with more parts than this is no
 _LITERAL_TYPES = (type(None), bool, int, str, bytes)
 
 
-class Unwritable(Exception):
+class NotReplayable(Exception):
     """A value or node with no form the plan can write; the message says why."""
 
 
@@ -138,11 +138,11 @@ def ref_of(obj: Any) -> str | None:
 
 # -- values --------------------------------------------------------------------------------------
 def value(obj: Any, budget: list[int] | None = None) -> Value:
-    """``obj`` as a ``Value``, or ``Unwritable`` saying why it has none."""
+    """``obj`` as a ``Value``, or ``NotReplayable`` saying why it has none."""
     budget = [VALUE_NODES] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
-        raise Unwritable(f"it has more than {VALUE_NODES} parts")
+        raise NotReplayable(f"it has more than {VALUE_NODES} parts")
     kind = type(obj)
     if kind in _LITERAL_TYPES or (kind in (float, complex) and _finite(obj)):
         return Value(ValueKind.LITERAL, repr(obj))
@@ -166,14 +166,14 @@ def value(obj: Any, budget: list[int] | None = None) -> Value:
     if ref is not None:
         return Value(ValueKind.REF, ref)
     if callable(obj):
-        raise Unwritable(f"{_short(obj)} is not held by any module under its name")
-    raise Unwritable(f"{_short(obj)} is a {kind.__qualname__}, which has no literal form")
+        raise NotReplayable(f"{_short(obj)} is not held by any module under its name")
+    raise NotReplayable(f"{_short(obj)} is a {kind.__qualname__}, which has no literal form")
 
 
 def _ref(obj: Any) -> Value:
     ref = ref_of(obj)
     if ref is None:
-        raise Unwritable(f"{_short(obj)} is not held by any module under its name")
+        raise NotReplayable(f"{_short(obj)} is not held by any module under its name")
     return Value(ValueKind.REF, ref)
 
 
@@ -185,7 +185,7 @@ def _finite(number: Any) -> bool:
 def _class_ref(kind: type) -> str:
     ref = ref_of(kind)
     if ref is None:
-        raise Unwritable(f"its class {kind.__qualname__} is not importable (defined inside a "
+        raise NotReplayable(f"its class {kind.__qualname__} is not importable (defined inside a "
                          "function?)")
     return ref
 
@@ -195,7 +195,7 @@ def _dataclass(obj: Any, budget: list[int]) -> Value:
     ref = _class_ref(kind)
     fields = dataclasses.fields(obj)
     if any(not f.init for f in fields):
-        raise Unwritable(f"{kind.__qualname__} has fields its __init__ does not take")
+        raise NotReplayable(f"{kind.__qualname__} has fields its __init__ does not take")
     given = {f.name: getattr(obj, f.name) for f in fields}
     try:
         rebuilt = kind(**given)
@@ -203,7 +203,7 @@ def _dataclass(obj: Any, budget: list[int]) -> Value:
     except Exception:
         same = False
     if not same:
-        raise Unwritable(f"a {kind.__qualname__} made again from its fields is not equal to "
+        raise NotReplayable(f"a {kind.__qualname__} made again from its fields is not equal to "
                          "it (it compares by identity, or its __init__ changes them)")
     return Value(ValueKind.DATACLASS, ref, tuple(value(item, budget) for item in given.values()),
                  tuple(given))
@@ -226,7 +226,7 @@ def _short(obj: Any, limit: int = 60) -> str:
 
 # -- pytrees -------------------------------------------------------------------------------------
 def tree(obj: Any) -> tuple[Node, ...]:
-    """The pytree of one dynamic argument, its nodes in pre-order (``Unwritable`` naming the
+    """The pytree of one dynamic argument, its nodes in pre-order (``NotReplayable`` naming the
     node that has no form)."""
     import jax
 
@@ -255,16 +255,16 @@ def _node(kind: Any, aux: Any, arity: int) -> Node:
     if kind is dict:
         try:
             return Node(NodeKind.DICT, arity, keys=tuple(value(key) for key in aux))
-        except Unwritable as exc:
-            raise Unwritable(f"a dict key: {exc}") from None
+        except NotReplayable as exc:
+            raise NotReplayable(f"a dict key: {exc}") from None
     name = getattr(kind, "__qualname__", repr(kind))
     if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields") \
             and aux is None:
         return Node(NodeKind.NAMEDTUPLE, arity, type=_class_ref(kind))
     try:
         data = None if aux is None else value(aux)
-    except Unwritable as exc:
-        raise Unwritable(f"the static data of its {name} node: {exc}") from None
+    except NotReplayable as exc:
+        raise NotReplayable(f"the static data of its {name} node: {exc}") from None
     return Node(NodeKind.CUSTOM, arity, type=_class_ref(kind), aux=data)
 
 
@@ -284,7 +284,7 @@ def _argument(name: str, obj: Any, keyword: bool, static: bool) -> Argument:
         if static:
             return Argument(name, keyword, static=value(obj))
         return Argument(name, keyword, tree=tree(obj))
-    except Unwritable as exc:
+    except NotReplayable as exc:
         return Argument(name, keyword, problem=str(exc))
     except Exception as exc:  # an object whose methods raise: say so, never guess
         return Argument(name, keyword, problem=f"reading it raised {type(exc).__name__}")
