@@ -1,8 +1,10 @@
 """Starting the measured process (``cli.child``): its one command line, the pipes it is given
 and the signal state it starts in.
 
-``start`` makes the events pipe (the child writes, the supervisor reads) and the stop-request
-pipe (the supervisor writes one byte when it passes a signal on), and starts the child with
+``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
+``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting)
+and the stop-request pipe (the supervisor writes one byte when it passes a signal on), and
+starts the child with
 the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is known
 (``cli.prestart``): the child then imports JAX and the recorder, and waits for the job on a
 third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a child
@@ -39,6 +41,10 @@ if TYPE_CHECKING:
 ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
 JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``cli.prestart``)
 _PR_SET_PDEATHSIG = 1  # prctl(2), Linux
+# The events pipe's size: the supervisor reads it every ``supervisor.BATCH`` seconds at most,
+# and this holds thousands of events meanwhile (the default, 64 KiB, about a hundred). 1 MiB is
+# Linux's default /proc/sys/fs/pipe-max-size, the most an unprivileged process may ask.
+EVENTS_PIPE_BYTES = 1 << 20
 # Where the package lives.
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(recompile_cli.__file__)))
 # The child's first act: import this package from where the supervisor's came from, then leave
@@ -117,6 +123,7 @@ def start(job: Job | None, env: Mapping[str, str], *, cwd: Path | None, stdout: 
     """Start the measured process with ``job`` (None: the job follows, ``Started.send``).
     ``stdout`` and ``stderr`` are file descriptors or ``subprocess.PIPE``."""
     log_read, log_write = os.pipe()
+    _enlarge(log_write)
     control_read, control_write = os.pipe()
     child_env = dict(env)
     child_env.pop(ENV, None)
@@ -144,6 +151,17 @@ def start(job: Job | None, env: Mapping[str, str], *, cwd: Path | None, stdout: 
         for fd in passed:
             os.close(fd)
     return Started(process, log_read, control_write, job_write, (log_write, control_read))
+
+
+def _enlarge(pipe: int) -> None:
+    """Give ``pipe`` room for ``EVENTS_PIPE_BYTES``, where the system allows (Linux; a lower
+    pipe-max-size, or a user over its pipe quota, keeps the default, and a full pipe then only
+    makes the child wait for the supervisor's next read)."""
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, EVENTS_PIPE_BYTES)
 
 
 def _prepare_child() -> None:

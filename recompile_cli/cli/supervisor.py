@@ -20,7 +20,8 @@ target and writes its end record (a Ctrl-C typed at a terminal reaches both; the
 one); a second one ends the child at once (SIGKILL). With ``timeout``, a child still running
 after that many seconds gets SIGTERM, then SIGKILL ``GRACE`` seconds later.
 
-This process never imports JAX; it adds one pipe read per streamed record and nothing per call.
+This process never imports JAX; it reads the streamed records in batches (``BATCH``) and adds
+nothing per call.
 Once the child's end record is in and its stream closed, ``ended`` gets the session, so that the
 report is analysed while the child's interpreter shuts down (which takes about as long as the
 analysis of a large session) rather than after it.
@@ -53,6 +54,12 @@ if TYPE_CHECKING:
 
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL for a child past its --timeout
 POLL = 0.25  # the longest wait between looks at signals, the timeout and the live line
+# The events stream is read at most this often once it is flowing (its first record at once):
+# a reader waiting on the pipe costs the child a wake-up of this process for every line it
+# writes, which slowed a run of 8,000 short traces by 0.2-0.4 s. The pipe holds what comes
+# meanwhile (``spawn.EVENTS_PIPE_BYTES``); the child still writes each line as it records it,
+# so whatever it wrote before it died is in the pipe all the same.
+BATCH = 0.02
 
 
 class Observer(Protocol):
@@ -134,7 +141,8 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
                              ended)
             sources = {child.log: stream.take, **out.source(process.stdout),
                        **err.source(process.stderr)}
-            timed_out = _follow(process, sources, signals, observer, timeout, started)
+            timed_out = _follow(process, sources, signals, observer, timeout, started,
+                                batched=(child.log,))
             stream.take(b"", last=True)
             for pipe in (process.stdout, process.stderr):
                 if pipe is not None:
@@ -155,27 +163,35 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
 
 def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes], None]],
             signals: _Signals, observer: Observer | None, timeout: float | None,
-            started: float) -> float | None:
+            started: float, batched: tuple[int, ...] = ()) -> float | None:
     """Read every source (the events stream, relayed output) until the child has ended;
-    returns the timeout when it ran past it."""
+    returns the timeout when it ran past it. A ``batched`` source is read in batches: after
+    each read it is left alone for ``BATCH`` seconds (the child's output is relayed at once)."""
     open_fds = dict(sources)
+    resting: dict[int, float] = {}  # batched sources left alone until then (time.monotonic)
     timed_out: float | None = None
     killing_at: float | None = None
     ended = _end_watch(process)
     try:
         while True:
             if open_fds or ended is not None:
-                watched = [*open_fds, *([] if ended is None else [ended])]
-                readable, _, _ = select.select(watched, [], [], POLL)
+                now = time.monotonic()
+                resting = {fd: until for fd, until in resting.items() if until > now}
+                watched = [*(fd for fd in open_fds if fd not in resting),
+                           *([] if ended is None else [ended])]
+                wait = min([POLL, *(until - now for until in resting.values())])
+                readable, _, _ = select.select(watched, [], [], wait)
                 for fd in readable:
                     if fd == ended:  # the child has ended: reap it (at once)
                         with contextlib.suppress(subprocess.TimeoutExpired):
                             process.wait(POLL)
                         continue
-                    chunk = os.read(fd, 1 << 16)
+                    chunk = os.read(fd, _READ if fd in batched else 1 << 16)
                     open_fds[fd](chunk)
                     if not chunk:
                         del open_fds[fd]
+                    elif fd in batched:
+                        resting[fd] = time.monotonic() + BATCH
             else:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(POLL)
@@ -188,6 +204,9 @@ def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes
     finally:
         if ended is not None:
             os.close(ended)
+
+
+_READ = spawn.EVENTS_PIPE_BYTES  # one read takes all a pipe holds
 
 
 def _end_watch(process: subprocess.Popen[bytes]) -> int | None:
@@ -267,7 +286,7 @@ def _drain(fd: int) -> bytes:
     os.set_blocking(fd, False)
     chunks = []
     with contextlib.suppress(BlockingIOError, OSError):
-        while chunk := os.read(fd, 1 << 16):
+        while chunk := os.read(fd, _READ):
             chunks.append(chunk)
     return b"".join(chunks)
 
