@@ -4,19 +4,20 @@ tracing; and the bare name of a function as the monitoring events spell it (``ji
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
 from recompile_cli.session.model import Event, Leaf, TraceError
 
 
-@dataclass(slots=True)
-class Draft:
+class Draft(msgspec.Struct, gc=False):
     """An event while the recorder still fills it in: the frozen ``Event`` as it stands so far
     (replaced, never mutated, so a snapshot taken from another thread reads a whole one), and
-    what only the recorder needs while filling it."""
+    what only the recorder needs while filling it. The recorder keeps every draft until it
+    stops; they hold only untracked data (no reference cycle), so the garbage collector need not
+    walk them (``gc=False``)."""
 
     event: Event
     id: int = 0  # creation order, stable while the event is still being filled in

@@ -72,6 +72,8 @@ class SlowCallLog:
         self._owner = owner
         self._programs: dict[int, Identity] = {}  # jaxpr id -> its trace's function
         self._named: dict[int, Identity] = {}  # function id -> the same
+        self._identities: dict[Identity, Identity] = {}  # one tuple per function, however
+        # many traces name it (each would stay alive for the garbage collector to walk)
         self._groups: dict[tuple[object, ...], _Group] = {}
         self._lock = threading.Lock()
         self._next_flush = 0.0
@@ -103,6 +105,7 @@ class SlowCallLog:
 
     def note_trace(self, jaxpr_id: int, fun: Any, identity: Identity) -> None:
         """A trace of ``fun`` made the program ``jaxpr_id``: its slow calls take its name."""
+        identity = self._identities.setdefault(identity, identity)
         self._programs[jaxpr_id] = identity
         self._named[self._function_id(fun)] = identity
 

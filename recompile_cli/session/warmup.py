@@ -26,8 +26,10 @@ from enum import StrEnum
 import msgspec
 
 
-class _Data(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Frozen, compared by value, written without its defaults."""
+class _Data(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
+    """Frozen, compared by value, written without its defaults; plain data trees that can hold
+    no reference cycle, so the garbage collector does not walk them (a recording keeps a replay
+    per top-level trace)."""
 
 
 class ValueKind(StrEnum):
