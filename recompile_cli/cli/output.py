@@ -105,16 +105,18 @@ def shown_path(path: Path) -> str:
 
 def for_process(path: Path | None, environment: Environment | None) -> Path | None:
     """``path`` with ``{process}`` and ``{host}`` filled in: from the recorded ``environment``
-    (after the run), else from the launcher's variables (``capture.hosts.process.output_path``)."""
+    (after the run; this process never asks JAX, it has not imported it), else from the
+    launcher's variables (``capture.hosts.process.output_path``)."""
     if path is None or ("{process}" not in str(path) and "{host}" not in str(path)):
         return path
     from recompile_cli.capture.hosts import process
+    from recompile_cli.session.model import NO_BACKEND
 
     index = host = None
     if environment is not None:
         index, host = environment.process_index, environment.host
-        if index is None:  # not a multi-process job: 0 once the backend ran
-            index = process.current().process_index
+        if index is None and environment.backend != NO_BACKEND:
+            index = 0  # the backend ran and the process is not one of a multi-process job
     return process.output_path(path, index, host)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -296,21 +297,50 @@ def test_the_target_sees_what_python_script_shows_it(tmp_path):
     assert seen == json.loads(direct.stdout)
 
 
-def test_the_supervisor_never_imports_jax(tmp_path):
-    script = write(tmp_path, "prog.py", COMPILES_THREE + "three()\n")
+def _supervisor(tmp_path: Path, *args: str, rank: str | None = None
+                ) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """``recompile-cli ARGS`` in a process that reports whether it imported JAX."""
     driver = textwrap.dedent(f"""
         import sys
         from recompile_cli.cli.app import main
-        sys.argv = ["recompile-cli", "run", "--max-compiles", "1", {str(script)!r}]
+        sys.argv = ["recompile-cli", *{list(args)!r}]
         try:
             main()
         except SystemExit as exc:
             print("EXIT", exc.code, "JAX", "jax" in sys.modules, file=sys.stderr)
     """)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    if rank is not None:
+        env["RANK"] = rank  # a launcher's variable, on a process of no multi-process job
     proc = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                          text=True, timeout=300, env=env)
+    return proc, "JAX True" in proc.stderr
+
+
+def test_the_supervisor_never_imports_jax(tmp_path):
+    script = write(tmp_path, "prog.py", COMPILES_THREE + "three()\n")
+    proc, _ = _supervisor(tmp_path, "run", "--max-compiles", "1", str(script))
     assert "EXIT 1 JAX False" in proc.stderr, proc.stdout + proc.stderr
     assert "step: 3 compiles, budget 1" in proc.stdout
+
+
+def test_process_and_host_in_output_paths_are_filled_from_the_recording_not_from_jax(tmp_path):
+    """``{process}`` and ``{host}`` in every output path are the recorded process's: 0 for a
+    process of no multi-process job once its backend ran, whatever a launcher's RANK says (the
+    supervisor never imports JAX to ask); the launcher's rank where the backend never started."""
+    script = write(tmp_path, "prog.py", COMPILES_THREE + "three()\n")
+    proc, jax_imported = _supervisor(
+        tmp_path, "run", "--save", "out/s-{process}-{host}.json", "--output", "out/r-{process}.json",
+        "--junit-xml", "out/j-{process}.xml", "--save-baseline", "out/b-{process}.json",
+        "--max-compiles", "5", str(script), rank="5")
+    assert "EXIT 0" in proc.stderr and not jax_imported, proc.stdout + proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "b-0.json", "j-0.xml", "r-0.json", f"s-0-{socket.gethostname()}.json"]
+    idle = write(tmp_path, "idle.py", "import jax\n")  # never starts the backend
+    proc, jax_imported = _supervisor(tmp_path, "run", "--save", "idle/s-{process}.json",
+                                     str(idle), rank="5")
+    assert "EXIT 0" in proc.stderr and not jax_imported, proc.stdout + proc.stderr
+    assert [p.name for p in (tmp_path / "idle").iterdir()] == ["s-5.json"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
