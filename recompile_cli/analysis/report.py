@@ -388,7 +388,7 @@ class Tally:
     compiles: int = 0
     first_compiles: int = 0
     recompiles: Counter[CauseCode] = field(default_factory=Counter)  # by primary cause
-    retraces: Counter[CauseCode] = field(default_factory=Counter)  # executable reused
+    retraces: Counter[CauseCode] = field(default_factory=Counter)  # that compiled nothing
     errors: Counter[str] = field(default_factory=Counter)  # by exception type
     refused: Counter[str] = field(default_factory=Counter)  # calls JAX refused, by argument
     compile_seconds: list[float] = field(default_factory=list)

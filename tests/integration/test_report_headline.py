@@ -39,6 +39,25 @@ def test_a_trace_that_raised_is_listed_as_an_error_not_as_a_shape_recompile(
 
 
 @requires_private_hooks
+def test_re_traces_that_compiled_nothing_claim_no_executable(cli, program, tmp_path):
+    """``.trace()`` and ``jax.eval_shape`` trace and compile nothing: no executable was made,
+    let alone reused; the headline says the re-traces compiled nothing."""
+    result, report = _run(cli, program, tmp_path, """
+        import jax, jax.numpy as jnp
+        @jax.jit
+        def f(x):
+            return x * 2
+        for n in (2, 3, 4):
+            f.trace(jax.ShapeDtypeStruct((n,), jnp.float32))
+        jax.eval_shape(f, jax.ShapeDtypeStruct((5,), jnp.float32))
+    """)
+    assert [(e["compiled"], e["cause"]["code"]) for e in user_events(report, "f")] == [
+        (False, "first_compile"), (False, "shape"), (False, "shape"), (False, "shape")]
+    assert "f: 0 compiles, 3 re-traces that compiled nothing (shape)" in result.stdout.splitlines()
+    assert "executable" not in result.stdout
+
+
+@requires_private_hooks
 def test_a_library_function_that_did_not_compile_is_in_no_count(
         cli, program, tmp_path, monkeypatch):
     lib = tmp_path / "site-packages" / "fakelib"

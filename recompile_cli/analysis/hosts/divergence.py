@@ -152,7 +152,7 @@ def _stage(event: Event) -> str:
     if event.error is not None:
         return f"trace error ({event.error.type})"
     if event.traced:
-        return "trace+compile" if event.compiled else "trace (executable reused)"
+        return "trace+compile" if event.compiled else "trace, nothing compiled"
     return "compile without re-trace"
 
 

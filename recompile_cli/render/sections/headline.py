@@ -101,7 +101,7 @@ def describe(name: str, t: Tally) -> str:
     if t.first_compiles > 1:
         parts.append(counted(t.first_compiles, "first compile"))
     if t.retrace_count:
-        parts.append(f"{counted(t.retrace_count, 're-trace')} with the executable reused "
+        parts.append(f"{counted(t.retrace_count, 're-trace')} that compiled nothing "
                      f"({_causes(t.retraces)})")
     if t.error_count:
         parts.append(f"{counted(t.error_count, 'trace')} raised ({_causes(t.errors)})")
