@@ -2,13 +2,12 @@
 and the signal state it starts in.
 
 ``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
-``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting)
-and the stop-request pipe (the supervisor writes one byte when it passes a signal on), and
-starts the child with
-the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is known
-(``cli.prestart``): the child then imports JAX and the recorder, and waits for the job on a
-third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a child
-that was never given one (it has run nothing of the target).
+``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting) and
+the stop-request pipe (the supervisor writes one byte when it passes a signal on), and starts the
+child with the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is
+known (``cli.prestart``): the child then imports JAX and the recorder, and waits for the job on a
+third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a child that
+was never given one (it has run nothing of the target).
 
 Either way the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
 so that a signal while Python and JAX start never ends in a traceback, and on Linux it is

@@ -21,10 +21,9 @@ one); a second one ends the child at once (SIGKILL). With ``timeout``, a child s
 after that many seconds gets SIGTERM, then SIGKILL ``GRACE`` seconds later.
 
 This process never imports JAX; it reads the streamed records in batches (``BATCH``) and adds
-nothing per call.
-Once the child's end record is in and its stream closed, ``ended`` gets the session, so that the
-report is analysed while the child's interpreter shuts down (which takes about as long as the
-analysis of a large session) rather than after it.
+nothing per call. Once the child's end record is in and its stream closed, ``ended`` gets the
+session, so that the report is analysed while the child's interpreter shuts down (which takes about
+as long as the analysis of a large session) rather than after it.
 """
 
 from __future__ import annotations
