@@ -59,6 +59,7 @@ POLL = 0.25  # the longest wait between looks at signals, the timeout and the li
 # meanwhile (``spawn.EVENTS_PIPE_BYTES``); the child still writes each line as it records it,
 # so whatever it wrote before it died is in the pipe all the same.
 BATCH = 0.02
+_READ = spawn.EVENTS_PIPE_BYTES  # one read of the events stream takes all its pipe holds
 
 
 class Observer(Protocol):
@@ -203,9 +204,6 @@ def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes
     finally:
         if ended is not None:
             os.close(ended)
-
-
-_READ = spawn.EVENTS_PIPE_BYTES  # one read takes all a pipe holds
 
 
 def _end_watch(process: subprocess.Popen[bytes]) -> int | None:

@@ -28,16 +28,20 @@ def pidfd_works() -> bool:
 
 
 def follow(code: str, watch: str, monkeypatch: pytest.MonkeyPatch,
-           timeout: float | None = None) -> tuple[subprocess.Popen[bytes], bytes, float | None]:
+           timeout: float | None = None, reads: list[bytes] | None = None,
+           batched: bool = False) -> tuple[subprocess.Popen[bytes], bytes, float | None]:
+    """Run ``code`` as the child whose stdout the loop reads (``batched``: in batches, as the
+    events stream is); each chunk the loop took is appended to ``reads``."""
     if watch == "polling":
         monkeypatch.setattr(supervisor, "_end_watch", lambda process: None)
     elif not pidfd_works():
         pytest.skip("no pidfd here")
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     assert process.stdout is not None
-    taken: list[bytes] = []
-    timed_out = supervisor._follow(process, {process.stdout.fileno(): taken.append},
-                                   supervisor._Signals(), None, timeout, time.monotonic())
+    taken: list[bytes] = [] if reads is None else reads
+    fd = process.stdout.fileno()
+    timed_out = supervisor._follow(process, {fd: taken.append}, supervisor._Signals(), None,
+                                   timeout, time.monotonic(), batched=(fd,) if batched else ())
     process.stdout.close()
     return process, b"".join(taken), timed_out
 
@@ -73,29 +77,19 @@ def test_a_batched_source_is_read_in_batches_and_every_line_taken(watch, monkeyp
     """The events stream is read at most every ``BATCH`` seconds once it flows: a reader woken
     by every line costs the writer a wake-up per line. 200 lines written 2 ms apart come in far
     fewer reads than lines (unbatched, about one read per line), and none is lost."""
-    if watch == "polling":
-        monkeypatch.setattr(supervisor, "_end_watch", lambda process: None)
-    elif not pidfd_works():
-        pytest.skip("no pidfd here")
     code = ("import os, time\n"
             "for i in range(200):\n"
             "    os.write(1, b'line %d\\n' % i); time.sleep(0.002)\n")
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-    assert process.stdout is not None
     reads: list[bytes] = []
-    fd = process.stdout.fileno()
-    supervisor._follow(process, {fd: reads.append}, supervisor._Signals(), None, None,
-                       time.monotonic(), batched=(fd,))
-    process.stdout.close()
-    lines = b"".join(reads).decode().splitlines()
-    assert lines == [f"line {i}" for i in range(200)]
+    _, taken, _ = follow(code, watch, monkeypatch, reads=reads, batched=True)
+    assert taken.decode().splitlines() == [f"line {i}" for i in range(200)]
     assert len([chunk for chunk in reads if chunk]) <= 100
 
 
 def test_the_events_pipe_holds_a_megabyte_where_linux_allows_it():
     """The pipe the child streams its events into holds ``spawn.EVENTS_PIPE_BYTES`` (1 MiB,
-    thousands of events) so that batched reads never make the child wait; where the system
-    caps pipes lower, it keeps the default and still works."""
+    thousands of events) so that batched reads never make the child wait (a system that caps
+    pipes lower keeps its default: ``spawn._enlarge`` ignores the refusal)."""
     import fcntl
 
     from recompile_cli.cli import spawn
