@@ -1,6 +1,6 @@
 """``python -m recompile_cli`` and the ``recompile-cli`` console script.
 
-A command that runs a target starts its measured process first (``cli.prestart``, which
+A command that runs a target starts its measured process first (``process.prestart``, which
 imports next to nothing), so that it imports JAX while this process starts. Ctrl-C and SIGTERM
 are deferred (``exits.defer_signals``) before the application and its libraries are imported,
 so that no signal interrupts an import (C extensions turn that into an ``ImportError``
@@ -28,7 +28,7 @@ def _note(signum: int, frame: Any) -> None:
 def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _note)
-    from recompile_cli.cli import prestart
+    from recompile_cli.process import prestart
 
     prestart.start(sys.argv[1:])  # a run's measured process imports JAX while the options parse
     from recompile_cli import exits

@@ -3,7 +3,7 @@
 
     python benchmarks/scripts/measured_alone.py [-X importtime] SCRIPT
 
-The process execs into the very command line the supervisor starts (``cli.supervisor``), with
+The process execs into the very command line the supervisor starts (``process.supervisor``), with
 the same job, so its run time is the child's share of ``recompile-cli run SCRIPT``; the rest is
 the supervisor's.
 """
@@ -13,8 +13,9 @@ import sys
 
 import msgspec
 
-from recompile_cli.cli import spawn
-from recompile_cli.cli.child import ENV, Job
+from recompile_cli.process import spawn
+from recompile_cli.process.child import ENV
+from recompile_cli.process.job import Job
 
 flags = sys.argv[1:-1]
 sink, control = os.open(os.devnull, os.O_WRONLY), os.open(os.devnull, os.O_RDONLY)

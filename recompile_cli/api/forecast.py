@@ -3,7 +3,7 @@ before anything runs.
 
 ``forecast`` wires ``capture.running.forecast`` (tracing on abstract arguments under the recorder)
 to the same analysis as ``analyse()`` and returns its ``RecompileReport`` (``recompile-cli
-forecast`` runs the same steps in its measured child process, ``cli.child``)::
+forecast`` runs the same steps in its measured child process, ``process.child``)::
 
     import jax, recompile_cli
 

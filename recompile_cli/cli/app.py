@@ -90,7 +90,7 @@ def profile(
 ) -> None:
     """Call TARGET as the spec says, in a process of its own under the recorder, and report
     every trace and compile."""
-    from recompile_cli.cli.child import Job
+    from recompile_cli.process.job import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
@@ -148,7 +148,7 @@ def run(
     Options go before SCRIPT; everything after it is passed to the script. When the report
     goes to stdout in a machine-readable format (-f json, csv, ...), the script's own output
     goes to stderr so that the two never mix."""
-    from recompile_cli.cli.child import Job
+    from recompile_cli.process.job import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,

@@ -20,11 +20,11 @@ from recompile_cli import exits
 from recompile_cli.analysis.report import Report
 from recompile_cli.capture.running.warmup import check_plan
 from recompile_cli.cli import finish
-from recompile_cli.cli.child import Job
 from recompile_cli.exits import ExitCode
 from recompile_cli.gate.budgets import BudgetFile, TargetBudget
 from recompile_cli.gate.evaluate import Gated, Gates
 from recompile_cli.inputs.spec import Spec, load_spec, single_call
+from recompile_cli.process.job import Job
 from recompile_cli.session.model import FunctionKey, HookMode
 
 

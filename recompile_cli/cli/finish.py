@@ -1,6 +1,6 @@
 """What a recording command does around its run: ``request`` validates every report, save and
 gate option before the target runs (a ``Request``), ``supervised`` runs the target in the
-measured process (``cli.supervisor``, with the live status line on a terminal), and ``finish``
+measured process (``process.supervisor``, with the live status line on a terminal), and ``finish``
 analyses the outcome, prints and writes the report, evaluates the gates and exits with the code
 (``exits``).
 
@@ -24,9 +24,9 @@ from recompile_cli.cli.output import Problems, ReportFiles
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
-    from recompile_cli.cli.child import Job
     from recompile_cli.gate.baseline import Baseline
     from recompile_cli.gate.gates import Gates
+    from recompile_cli.process.job import Job
     from recompile_cli.session.model import Outcome, Session
 
 
@@ -79,9 +79,9 @@ def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: boo
 def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
                timeout: float | None = None, stdout_to_stderr: bool = False,
                cwd: Path | None = None) -> Outcome:
-    """Run ``job`` in the measured process and return its outcome (``cli.supervisor``), with
+    """Run ``job`` in the measured process and return its outcome (``process.supervisor``), with
     the live status line on stderr when it is a terminal (``output.wants_live_line``)."""
-    from recompile_cli.cli import supervisor
+    from recompile_cli.process import supervisor
 
     live = None
     if output.wants_live_line(quiet):

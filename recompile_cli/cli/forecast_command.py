@@ -2,8 +2,8 @@
 which a warm-up misses, found by tracing on abstract arguments before anything runs.
 
 Registered on the application in ``cli.app``; it validates the specs, traces the calls in the
-measured process (``cli.child``, supervised like ``profile``), and hands the predicted session to
-the same report, save and gate path as ``profile`` (``cli.finish``), so the formats,
+measured process (``process.child``, supervised like ``profile``), and hands the predicted
+session to the same report, save and gate path as ``profile`` (``cli.finish``), so the formats,
 ``--max-compiles``, ``--fail-on``, baselines and exit codes are ``profile``'s: 0, 1 when a gate
 fails, 2 for bad input, 3 when a call's trace raised or the process did not finish.
 ``--emit-warmup`` also writes the forecast's warm-up plan (``render.warmup_plan``).
@@ -77,8 +77,8 @@ def forecast(
     """Predict every compile of TARGET over the spec's calls without running or compiling
     anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
     jit(f).trace()."""
-    from recompile_cli.cli.child import Job
     from recompile_cli.inputs.spec import check_calls
+    from recompile_cli.process.job import Job
 
     with user_errors():
         request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,

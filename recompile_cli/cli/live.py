@@ -3,7 +3,7 @@
 
     recompile-cli | 12.3 s | 14 compiles | 2 re-compiles | last: train_step (shape at batch['x'])
 
-The supervisor (``cli.supervisor``) feeds it the records the measured process streams
+The supervisor (``process.supervisor``) feeds it the records the measured process streams
 (``observe``) and calls ``tick`` between them; it redraws at most ``REFRESH`` times a second. It
 costs the measured program nothing: it runs in the supervisor, from the stream that the
 recorder writes on the miss path anyway. The cause shown is the first difference from the

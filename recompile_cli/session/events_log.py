@@ -6,7 +6,7 @@ changes, a ``LogWarmup`` when a warm-up plan ends, a ``LogSlowCalls`` for a grou
 as it appears and as its counts grow, and a ``LogEnd`` (or a ``LogRefused`` for a run that could
 not start). The log is what
 ``--events-log x.jsonl`` writes and what a supervised run's child streams to its parent over a
-pipe (``cli.supervisor``). Each line is flushed as it is written, so a process killed by a
+pipe (``process.supervisor``). Each line is flushed as it is written, so a process killed by a
 signal, a crash or ``os._exit`` leaves every event up to that moment. Writing never raises: a
 path that cannot be opened or a full disk stops the log, and ``problem`` says why once, while the
 recording goes on. Reading trusts nothing: a line that is not a record is a ``SessionFileError``

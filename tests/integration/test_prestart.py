@@ -1,4 +1,4 @@
-"""The measured process started before the command line is parsed (``cli.prestart``): the
+"""The measured process started before the command line is parsed (``process.prestart``): the
 console script starts it for ``run``, ``profile`` and ``forecast`` so that it imports JAX while
 the options are checked, and the supervisor hands it the job. Checked through the console
 script's own entry (``__main__.main``) in a real process, with ``spawn.start`` watched: a run
@@ -22,7 +22,7 @@ import pytest
 # start is told on stderr, and the early child's pid too. CHANGE_ENV changes the environment once the early child started.
 DRIVER = """
 import os, sys
-from recompile_cli.cli import prestart, spawn
+from recompile_cli.process import prestart, spawn
 
 started, later = prestart.start, spawn.start
 def watched(*args, **kwargs):

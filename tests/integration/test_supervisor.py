@@ -1,4 +1,4 @@
-"""The verdict is decided outside the measured program (``cli.supervisor``, ``cli.child``):
+"""The verdict is decided outside the measured program (``process.supervisor``, ``process.child``):
 whatever the target does, `run`, `profile`, `check` and `forecast` report what was recorded,
 say how the target ended, and never exit 0 when it did not finish normally.
 
@@ -374,8 +374,8 @@ def test_the_session_analysed_while_the_child_ends_is_the_outcomes_unless_its_en
     """A run that ends normally hands ``ended`` the very session of its outcome, so the report
     analysed then is the run's; one whose exit handlers fail after its end record (here after
     the analysis could have finished) gets a session that says so, and the report of that."""
-    from recompile_cli.cli.child import Job
-    from recompile_cli.cli.supervisor import supervise
+    from recompile_cli.process.job import Job
+    from recompile_cli.process.supervisor import supervise
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")

@@ -78,7 +78,7 @@ def event(function: str, rows: int, static: str = "1") -> Event:
 
 
 def host_check(timeout: float) -> HostCheck:
-    """The check as the front doors make it (``cli.child``, ``guards.watch``)."""
+    """The check as the front doors make it (``process.child``, ``guards.watch``)."""
     return HostCheck(timeout, host_mismatch.mismatch, host_mismatch.missing, shown=terminal)
 
 

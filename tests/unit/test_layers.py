@@ -29,6 +29,8 @@ ALLOWED = {
     "analysis": LEAVES | {"session"},
     "gate": LEAVES | {"inputs", "session", "analysis"},
     "render": LEAVES | {"session", "analysis", "gate"},
+    # The measured process and how it is started: below the front doors, which all use it.
+    "process": LEAVES | {"inputs", "session", "capture", "analysis", "gate", "render"},
 }
 
 
@@ -84,6 +86,16 @@ def test_layers_import_only_what_lies_before_them():
                    and layer(target) != layer(module)
                    and layer(target) not in ALLOWED[layer(module)])
     assert wrong == []
+
+
+def test_the_measured_process_imports_no_front_door():
+    """``process`` is started by the CLI, the API and the tests alike: it imports none of them
+    (above all not ``cli``, the only code that prints)."""
+    wrong = sorted(f"{module} -> {target}" for module, targets in GRAPH.items()
+                   for target in targets if layer(module) == "process"
+                   and layer(target) in {"cli", "api", "guards", ""})
+    assert wrong == []
+    assert "recompile_cli.process.supervisor" in GRAPH["recompile_cli.cli.finish"]
 
 
 def test_no_layer_after_capture_imports_capture():

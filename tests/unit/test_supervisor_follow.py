@@ -1,4 +1,4 @@
-"""The supervisor's read loop (``cli.supervisor._follow``) on real processes: it takes every
+"""The supervisor's read loop (``process.supervisor._follow``) on real processes: it takes every
 byte a child writes and returns once the child has ended, woken by the child's end (a Linux
 pidfd) or, where there is none, by looking every few milliseconds; a process the child left
 behind holding its pipe never keeps it waiting; the events stream is read in batches, from a
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from recompile_cli.cli import supervisor
+from recompile_cli.process import supervisor
 
 WATCHES = ["pidfd", "polling"]
 
@@ -92,7 +92,7 @@ def test_the_events_pipe_holds_a_megabyte_where_linux_allows_it():
     pipes lower keeps its default: ``spawn._enlarge`` ignores the refusal)."""
     import fcntl
 
-    from recompile_cli.cli import spawn
+    from recompile_cli.process import spawn
 
     if not sys.platform.startswith("linux"):
         pytest.skip("pipe sizes are a Linux setting")

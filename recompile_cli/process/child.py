@@ -1,7 +1,7 @@
-"""The measured process of a supervised run: ``python -m recompile_cli.cli.child``.
+"""The measured process of a supervised run: ``python -m recompile_cli.process.child``.
 
 ``run``, ``profile``, ``check`` and ``forecast`` never run the user's code in the process that
-reports (``cli.supervisor``). They start this process with the run's ``Job`` in the
+reports (``process.supervisor``). They start this process with the run's ``Job`` in the
 ``RECOMPILE_CLI_CHILD`` environment variable (taken out of the environment at once, so that the
 target sees the environment it was given), the write end of a pipe, and the read end of
 another on which the supervisor asks for a stop when it passes a signal on. This process imports
@@ -29,45 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from recompile_cli.cli.spawn import ENV, JOB_FD_ENV
+from recompile_cli.process.job import Job
+from recompile_cli.process.spawn import ENV, JOB_FD_ENV
 
 if TYPE_CHECKING:
     from recompile_cli.capture.hosts.host_check import HostCheck
     from recompile_cli.inputs.spec import Spec
     from recompile_cli.session.events_log import EventLog
     from recompile_cli.session.model import Event, Outcome
-
-
-class Job(msgspec.Struct, frozen=True, kw_only=True):
-    """What the measured process runs: every option was validated by the supervisor first.
-
-    ``kind`` is ``script`` (``run``, or a budget file's ``script:``: ``target`` is its path),
-    ``profile`` (a spec's calls to ``target``) or ``forecast`` (the same calls traced, not run).
-    ``log_fd`` is the events pipe's write end in this process, ``control_fd`` the read end of
-    the supervisor's stop requests (one byte: the exit code of the signal it received).
-    """
-
-    kind: str
-    target: str
-    log_fd: int = -1
-    control_fd: int = -1
-    script_args: tuple[str, ...] = ()
-    spec: str | None = None
-    spec_option: str = "--args"
-    warmup: str | None = None
-    max_array_bytes: int | None = None
-    max_calls: int | None = None
-    jit_options: dict[str, Any] = {}
-    no_jit: bool = False
-    keep_going: bool = False
-    lower: bool = False
-    hook_mode: str = "private"
-    count_calls: bool = False
-    host_timeout: float | None = None
-    compilation_cache: str | None = None
-    after_warmup: str | None = None  # a warm-up plan run before the workload (its path)
-    warmup_parallel: int | None = None
-    stdout_to_stderr: bool = False  # the report goes to stdout: the target's output to stderr
 
 
 def main() -> None:
@@ -101,7 +70,7 @@ def main() -> None:
 
 def _job() -> Job:
     """The job: in the environment, or (a child started before the command line was read,
-    ``cli.prestart``) on a pipe, once JAX and the recorder are imported. A pipe closed without
+    ``process.prestart``) on a pipe, once JAX and the recorder are imported. A pipe closed without
     a job (the command stopped before its run) ends this process: nothing of a target ran."""
     raw: str | bytes | None = os.environ.pop(ENV, None)
     pipe = os.environ.pop(JOB_FD_ENV, None)
@@ -114,7 +83,7 @@ def _job() -> Job:
         if not raw:
             os._exit(0)
     if raw is None:
-        print("recompile_cli.cli.child is the measured process of `recompile-cli run`, "
+        print("recompile_cli.process.child is the measured process of `recompile-cli run`, "
               "`profile`, `check` and `forecast`; it is not run by hand.", file=sys.stderr)
         raise SystemExit(2)
     return msgspec.json.decode(raw, type=Job)

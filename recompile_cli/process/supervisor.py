@@ -1,8 +1,8 @@
-"""The supervisor: the measured program runs in a child process (``cli.child``); this process
+"""The supervisor: the measured program runs in a child process (``process.child``); this process
 owns the verdict.
 
-``supervise`` starts the child with a ``Job`` (``cli.spawn``; or hands the job to the child
-``cli.prestart`` started before the options were read) and reads the events log it streams
+``supervise`` starts the child with a ``Job`` (``process.spawn``; or hands the job to the child
+``process.prestart`` started before the options were read) and reads the events log it streams
 over a pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log``
 as it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
 session as far as it reached the pipe, and how the child ended. Nothing the child does changes
@@ -12,7 +12,7 @@ says so in its failure, and a run that did not finish normally is never a succes
 commands then exit 3, ``exits.ExitCode.TARGET_RAISED``).
 
 Signals: the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers
-(``cli.spawn``), so that a signal while Python and JAX start never ends in a traceback. A signal
+(``process.spawn``), so that a signal while Python and JAX start never ends in a traceback. A signal
 that reaches
 this process before the child has started recording ends the child at once (SIGKILL: nothing of
 the target has run). Later, the first Ctrl-C or SIGTERM is passed to the child, which stops the
@@ -43,9 +43,9 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from recompile_cli import exits
-from recompile_cli.cli import prestart, spawn
-from recompile_cli.cli.child import Job
 from recompile_cli.errors import RecompileError, SessionFileError
+from recompile_cli.process import prestart, spawn
+from recompile_cli.process.job import Job
 
 if TYPE_CHECKING:
     from recompile_cli.session.events_log import EventLog, LogReader

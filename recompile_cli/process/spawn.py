@@ -1,13 +1,13 @@
-"""Starting the measured process (``cli.child``): its one command line, the pipes it is given
+"""Starting the measured process (``process.child``): its one command line, the pipes it is given
 and the signal state it starts in.
 
 ``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
 ``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting) and
 the stop-request pipe (the supervisor writes one byte when it passes a signal on), and starts the
 child with the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is
-known (``cli.prestart``): the child then imports JAX and the recorder, and waits for the job on a
-third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a child that
-was never given one (it has run nothing of the target).
+known (``process.prestart``): the child then imports JAX and the recorder, and waits for the job
+on a third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a
+child that was never given one (it has run nothing of the target).
 
 Either way the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
 so that a signal while Python and JAX start never ends in a traceback, and on Linux it is
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import recompile_cli
 
-# This module is imported first thing by the console script (``cli.prestart``), to start the
+# This module is imported first thing by the console script (``process.prestart``), to start the
 # measured process before anything else is imported: it imports nothing that a bare interpreter
 # does not need to start a process (no msgspec, dataclasses or typing until a job is sent).
 TYPE_CHECKING = False
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from msgspec import Struct as Job  # ``cli.child.Job``, which imports this module
+    from msgspec import Struct as Job  # ``process.job.Job``, which imports this module
 
-# How the job reaches the child (``cli.child`` reads them):
+# How the job reaches the child (``process.child`` reads them):
 ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
-JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``cli.prestart``)
+JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``process.prestart``)
 _PR_SET_PDEATHSIG = 1  # prctl(2), Linux
 # The events pipe's size: the supervisor reads it every ``supervisor.BATCH`` seconds at most,
 # and this holds thousands of events meanwhile (the default, 64 KiB, about a hundred). 1 MiB is
@@ -48,7 +48,7 @@ EVENTS_PIPE_BYTES = 1 << 20
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(recompile_cli.__file__)))
 # The child's first act: import this package from where the supervisor's came from, then leave
 # sys.path as `python SCRIPT` has it (the runner puts the script's folder first).
-BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.cli.child import "
+BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.process.child import "
              "main; sys.path.remove({root!r}); sys.flags.safe_path or sys.path[0] != '' or "
              "sys.path.pop(0); main()")
 
@@ -166,7 +166,7 @@ def _enlarge(pipe: int) -> None:
 def _prepare_child() -> None:
     """In the child before it runs Python (``preexec_fn``; this process has no other thread).
     Ctrl-C and SIGTERM are ignored, so that Python installs no handler of its own for them
-    during start-up (``cli.child`` sets its handlers first thing); and on Linux the child is
+    during start-up (``process.child`` sets its handlers first thing); and on Linux the child is
     killed when this process dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

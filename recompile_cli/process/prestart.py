@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from recompile_cli.cli import spawn
+from recompile_cli.process import spawn
 
 TYPE_CHECKING = False  # imports as little as ``spawn`` does: this runs before anything else
 if TYPE_CHECKING:
