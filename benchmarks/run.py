@@ -17,7 +17,7 @@ Goals (see benchmarks/RESULTS.md for the figures and the machine):
             (tiny.py imports JAX and compiles one small jitted function once; 15 interleaved
             triples, as single pairs on this VM range over a second) <= 0.25 s; and of
             that, the supervisor's share: ``run tiny.py`` minus its measured process alone
-            (benchmarks/scripts/measured_alone.py: the same child, its events to /dev/null)
+            (benchmarks/scripts/measured_alone.py: the same child, its events read and dropped)
             <= 0.10 s; for information, the imports of each process, package by package
             (``python -X importtime``): the measured process's above ``import jax`` (the
             modules it imports that ``python tiny.py`` does not), and the supervisor's (it never

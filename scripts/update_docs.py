@@ -86,10 +86,17 @@ def run(command: str, root: Path = ROOT, timeout: float = 600) -> str:
 
 
 def masked(text: str) -> str:
-    """The text with decimal numbers, runs of spaces and table rules made uniform."""
+    """The text with decimal numbers, runs of spaces and table rules made uniform, and the rows
+    of a table ranked by measured seconds (a ``seconds`` column) in a fixed order: rows of
+    close cost change places from run to run, as timings do."""
     text = _DECIMAL.sub("#", text)
     text = _RULE.sub("--", text)
-    return "\n".join(_SPACES.sub(" ", line).rstrip() for line in text.strip().splitlines())
+    lines = [_SPACES.sub(" ", line).rstrip() for line in text.strip().splitlines()]
+    for start, line in enumerate(lines):
+        if start and set(line) <= {"-", " "} and "--" in line and "seconds" in lines[start - 1]:
+            end = next((i for i in range(start + 1, len(lines)) if not lines[i]), len(lines))
+            lines[start + 1:end] = sorted(lines[start + 1:end])
+    return "\n".join(lines)
 
 
 def update(paths: list[Path], outputs: dict[str, str], check: bool) -> list[str]:

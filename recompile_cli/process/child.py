@@ -20,30 +20,34 @@ record is written.
 
 from __future__ import annotations
 
+import io
 import os
+import socket
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from recompile_cli import exits
+from recompile_cli.analysis.hosts import mismatch
+from recompile_cli.analysis.warmup.coverage import coverage_notes
+from recompile_cli.capture.hosts.host_check import HostCheck
+from recompile_cli.capture.running import runner
+from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
+from recompile_cli.errors import RecompileError
+from recompile_cli.inputs.spec import Spec, after_warmup, load_spec, single_call
 from recompile_cli.process.job import Job
-from recompile_cli.process.spawn import ENV, JOB_FD_ENV
-
-if TYPE_CHECKING:
-    from recompile_cli.capture.hosts.host_check import HostCheck
-    from recompile_cli.inputs.spec import Spec
-    from recompile_cli.session.events_log import EventLog
-    from recompile_cli.session.model import Event, Outcome
+from recompile_cli.process.spawn import JOB_FD_ENV
+from recompile_cli.render.escape import terminal
+from recompile_cli.session.events_log import EventLog
+from recompile_cli.session.model import Event, HookMode, Outcome, Session
 
 
 def main() -> None:
-    from recompile_cli import exits
-    from recompile_cli.errors import RecompileError
-    from recompile_cli.session.events_log import EventLog
-
+    """The measured process: take the job, record it down the events pipe, and end."""
     exits.defer_signals()
     job = _job()
     os.set_inheritable(job.log_fd, False)
@@ -53,58 +57,74 @@ def main() -> None:
     stop = _StopRequests(job.control_fd)
     hosts = _host_check(job, log, stop) if job.host_timeout is not None else None
     try:
+        interrupted = record(job, log, hosts)
+    except exits.INTERRUPTIONS as exc:  # before the target started: the supervisor knows why
+        exits.hard_exit(exits.interruption_code(exc))
+    if hosts is not None and hosts.stopped is not None:
+        hosts.leave(int(exits.ExitCode.TARGET_RAISED))  # ends the process
+    if interrupted is not None:
+        exits.hard_exit(interrupted)
+
+
+def record(job: Job, log: EventLog, hosts: HostCheck | None = None) -> int | None:
+    """Run ``job`` under the recorder and stream it to ``log``, its end record (or ``refused``
+    record) last; returns the exit code of an interruption that stopped the target, if one did.
+    This process's ``main``, and the in-process launcher (``process.launchers``), both run it.
+
+    Raises:
+        KeyboardInterrupt, exits.Terminated: before the target started.
+    """
+    try:
         outcome, events = _run(job, log, hosts)
     except RecompileError as exc:  # a target that cannot be loaded: nothing ran
         log.refused(str(exc), int(exc.exit_code))
-        return
-    except exits.INTERRUPTIONS as exc:  # before the target started: the supervisor knows why
-        exits.hard_exit(exits.interruption_code(exc))
+        return None
     if hosts is not None:
         outcome = _hosts_verdict(hosts, outcome)
     log.end(outcome.session, outcome.interrupted, outcome.traceback, events)
-    if hosts is not None and hosts.stopped is not None:
-        hosts.leave(int(exits.ExitCode.TARGET_RAISED))  # ends the process
-    if outcome.interrupted is not None:
-        exits.hard_exit(outcome.interrupted)
+    return outcome.interrupted
 
 
 def _job() -> Job:
-    """The job: in the environment, or (a child started before the command line was read,
-    ``process.prestart``) on a pipe, once JAX and the recorder are imported. A pipe closed without
-    a job (the command stopped before its run) ends this process: nothing of a target ran."""
-    raw: str | bytes | None = os.environ.pop(ENV, None)
-    pipe = os.environ.pop(JOB_FD_ENV, None)
-    if raw is None and pipe is not None:
-        try:  # what every job needs first; an import that fails fails again, reported, later
-            import recompile_cli.capture.running.runner  # noqa: F401  (imports JAX)
-        except Exception:
-            pass
-        raw = _read_all(int(pipe))
-        if not raw:
-            os._exit(0)
-    if raw is None:
+    """The job, from the socket the supervisor hands it on (``spawn.Started.send``) once JAX and
+    the recorder are imported, with the standard streams to run it with; this process then takes
+    the job's folder and environment. A socket closed without a job (the command stopped before
+    its run) ends this process: nothing of a target ran."""
+    fd = os.environ.pop(JOB_FD_ENV, None)
+    if fd is None:
         print("recompile_cli.process.child is the measured process of `recompile-cli run`, "
               "`profile`, `check` and `forecast`; it is not run by hand.", file=sys.stderr)
         raise SystemExit(2)
-    return msgspec.json.decode(raw, type=Job)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    try:
-        while chunk := os.read(fd, 1 << 16):
+    with socket.socket(fileno=int(fd)) as sock:
+        first, streams, _, _ = socket.recv_fds(sock, 1 << 16, 3)
+        chunks = [first]
+        while first and (chunk := sock.recv(1 << 16)):
             chunks.append(chunk)
-    finally:
+    if not first:
+        os._exit(0)
+    job = msgspec.json.decode(b"".join(chunks), type=Job)
+    _take(job, streams)
+    return job
+
+
+def _take(job: Job, streams: list[int]) -> None:
+    """Run as the job says: its standard streams (stdin first when there are three), folder
+    and environment."""
+    for target, fd in zip((0, 1, 2)[3 - len(streams):], streams, strict=True):
+        os.dup2(fd, target)
         os.close(fd)
-    return b"".join(chunks)
+    if isinstance(sys.stdout, io.TextIOWrapper):  # buffered by lines on a terminal only,
+        sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())  # as Python starts it
+    if job.cwd is not None:
+        os.chdir(job.cwd)
+    if job.env is not None:
+        os.environ.clear()
+        os.environ.update(job.env)
 
 
 def _run(job: Job, log: EventLog, hosts: HostCheck | None
          ) -> tuple[Outcome, tuple[Event, ...] | None]:
     """Run the target; returns its outcome and, for a forecast, its final (predicted) events."""
-    from recompile_cli.capture.running import runner
-    from recompile_cli.session.model import HookMode
-
     if job.compilation_cache:
         runner.use_compilation_cache(job.compilation_cache)
     options = runner.RunOptions(HookMode(job.hook_mode), events_log=log,
@@ -123,14 +143,9 @@ def _run(job: Job, log: EventLog, hosts: HostCheck | None
 
 
 def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
-              options: Any) -> tuple[Outcome, tuple[Event, ...]]:
+              options: runner.RunOptions) -> tuple[Outcome, tuple[Event, ...]]:
     """``forecast``: the calls (the warm-up's first) traced on abstract arguments, their traces
     turned into predicted compiles, and the warm-up's coverage in the warnings."""
-    from recompile_cli.analysis.warmup.coverage import coverage_notes
-    from recompile_cli.capture.running import runner
-    from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
-    from recompile_cli.inputs.spec import after_warmup
-
     warm = _spec(job.warmup, job, "--warmup") if job.warmup else None
     calls = after_warmup(warm, spec)
     forecaster = Forecaster(job.lower)
@@ -144,8 +159,6 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
 
 
 def _spec(path: str | None, job: Job, option: str) -> Spec:
-    from recompile_cli.inputs.spec import load_spec, single_call
-
     if path is None:
         return single_call()
     limits = {k: v for k, v in (("max_array_bytes", job.max_array_bytes),
@@ -158,17 +171,11 @@ def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
     ``analysis.hosts.mismatch``. A process a peer stopped while it waits in a collective ends
     from the check's watcher, its end record written first; a wait for the peers' compiles
     ends as soon as the supervisor asks for a stop (``_StopRequests``)."""
-    from recompile_cli.analysis.hosts import mismatch
-    from recompile_cli.capture.hosts.host_check import HostCheck
-    from recompile_cli.exits import ExitCode
-    from recompile_cli.render.escape import terminal
-    from recompile_cli.session.model import Session
-
     assert job.host_timeout is not None
 
     def stopped(session: Session, failure: str) -> int:
         log.end(msgspec.structs.replace(session, target_exception=failure))
-        return int(ExitCode.TARGET_RAISED)
+        return int(exits.ExitCode.TARGET_RAISED)
 
     return HostCheck(job.host_timeout, mismatch.mismatch, mismatch.missing, stopped,
                      shown=terminal, interrupted=stop)

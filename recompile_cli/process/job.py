@@ -39,3 +39,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     after_warmup: str | None = None  # a warm-up plan run before the workload (its path)
     warmup_parallel: int | None = None
     stdout_to_stderr: bool = False  # the report goes to stdout: the target's output to stderr
+    # Where and with what it runs (``spawn.Started.send`` fills them in): a waiting child was
+    # started before the job was known, so the job carries its folder and environment.
+    cwd: str | None = None
+    env: dict[str, str] | None = None

@@ -1,24 +1,25 @@
-"""The measured process, started before the command line is parsed.
+"""The measured process, started before its job is known.
 
 A run's measured process spends its first second importing JAX, which needs nothing from the
 command line; the command's process spends its first tenth of a second importing typer and
 checking every option, which needs nothing from JAX. So for ``run``, ``profile`` and
 ``forecast`` the console script starts the measured process first (``start``, before the
 application is imported): it imports JAX and the recorder and then waits, running nothing of
-the target, until the supervisor gives it the job (``take``). A command that never gets that
+the target, until the launcher gives it the job (``take``). A command that never gets that
 far (a bad option, ``--help``) ends the waiting child at exit (``discard``), and the target never
 runs: every option is still checked before it does.
 
-The early child is taken only when it was started exactly as the supervisor would start it
-now: the same environment, the same output file descriptors, no other working folder. Else
-it is ended and a child is started as usual, so that this is never a difference a run can see.
+The job carries its folder, environment and standard streams (``spawn.Started.send``), so the
+waiting child serves any job whose start-up variables it was started with
+(``spawn.Started.serves``); else it is ended and a child is started as usual, so that this is
+never a difference a run can see. ``ahead`` starts one for the next job (a test session keeps
+one waiting so, ``launchers.Subprocess(spare_env=...)``).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import sys
 from collections.abc import Mapping, Sequence
 
 from recompile_cli.process import spawn
@@ -30,53 +31,49 @@ if TYPE_CHECKING:
 COMMANDS = ("run", "profile", "forecast")  # one measured process each, in this folder
 _HELP = ("--help", "-h", "--version")
 
-
-class _Waiting:
-    """The early child and what it was started with."""
-
-    def __init__(self, started: spawn.Started, env: dict[str, str],
-                 outputs: tuple[int, int]) -> None:
-        self.started, self.env, self.outputs = started, env, outputs
-
-
-_waiting: _Waiting | None = None
+_waiting: spawn.Started | None = None
+_discard_at_exit: list[bool] = []  # registered once
 
 
 def start(argv: Sequence[str]) -> None:
     """Start the measured process of ``recompile-cli ARGV`` now, when ARGV is a command that
     runs one (never raises: a child that cannot be started now is started later as usual)."""
+    if not argv or argv[0] not in COMMANDS or any(arg in _HELP for arg in argv):
+        return
+    ahead(os.environ)
+
+
+def ahead(env: Mapping[str, str]) -> None:
+    """Start a measured process with ``env`` to wait for the next job, unless one waits
+    (never raises)."""
     global _waiting
-    if (_waiting is not None or not argv or argv[0] not in COMMANDS
-            or any(arg in _HELP for arg in argv)):
+    if _waiting is not None:
         return
     try:
-        outputs = (sys.stdout.fileno(), sys.stderr.fileno())
-        env = dict(os.environ)
-        started = spawn.start(None, env, cwd=None, stdout=outputs[0], stderr=outputs[1])
-    except Exception:  # no real stdout, no pipe or process to spare: the usual start will say
+        _waiting = spawn.start(env)
+    except Exception:  # no pipe or process to spare: the usual start will say
         return
-    _waiting = _Waiting(started, env, outputs)
-    atexit.register(discard)
+    if not _discard_at_exit:
+        _discard_at_exit.append(True)
+        atexit.register(discard)
 
 
-def take(env: Mapping[str, str], *, cwd: Path | None, stdout: int, stderr: int
-         ) -> spawn.Started | None:
-    """The early child, if it was started as ``spawn.start`` would start one now (it is then
-    no longer this module's); else None, and an early child is ended."""
+def take(env: Mapping[str, str], *, cwd: Path | None) -> spawn.Started | None:
+    """The waiting child, if it serves a job with ``env`` in ``cwd`` (it is then no longer this
+    module's); else None, and a waiting child is ended."""
     global _waiting
     waiting, _waiting = _waiting, None
     if waiting is None:
         return None
-    if (cwd is not None or (stdout, stderr) != waiting.outputs or dict(env) != waiting.env
-            or waiting.started.process.poll() is not None):
-        waiting.started.discard()
+    if not waiting.serves(env, cwd):
+        waiting.discard()
         return None
-    return waiting.started
+    return waiting
 
 
 def discard() -> None:
-    """End the early child if no run took it (at exit)."""
+    """End the waiting child if no run took it (at exit)."""
     global _waiting
     waiting, _waiting = _waiting, None
     if waiting is not None:
-        waiting.started.discard()
+        waiting.discard()

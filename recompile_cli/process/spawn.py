@@ -1,18 +1,21 @@
-"""Starting the measured process (``process.child``): its one command line, the pipes it is given
-and the signal state it starts in.
+"""Starting the measured process (``process.child``): its one command line, the pipes it is given,
+the signal state it starts in, and how it is handed its job.
 
 ``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
-``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting) and
-the stop-request pipe (the supervisor writes one byte when it passes a signal on), and starts the
-child with the run's ``Job`` in the environment. ``start(job=None)`` starts it before the job is
-known (``process.prestart``): the child then imports JAX and the recorder, and waits for the job
-on a third pipe; ``Started.send`` writes it and closes that pipe, ``Started.discard`` ends a
-child that was never given one (it has run nothing of the target).
+``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting),
+the stop-request pipe (the supervisor writes one byte when it passes a signal on) and the job
+socket, and starts a child that imports JAX and the recorder and then waits for its job. Every
+child starts so, whether its job is known yet or not (``process.prestart`` starts one before):
+``Started.send`` hands it the job with the folder, environment and standard streams to run it
+in (the streams as file descriptors over the socket), and ``Started.discard`` ends a child that
+was never given one (it has run nothing of the target). A waiting child serves a job when it was
+started with the same start-up variables (``STARTUP``: what Python, JAX and their native
+libraries read as they load); ``Started.serves`` says so.
 
-Either way the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers,
-so that a signal while Python and JAX start never ends in a traceback, and on Linux it is
-killed when this process dies, so that a supervisor killed outright leaves no measured process
-running without it.
+The child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers, so that a
+signal while Python and JAX start never ends in a traceback, and on Linux it is killed when
+this process dies, so that a supervisor killed outright leaves no measured process running
+without it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -32,13 +36,35 @@ import recompile_cli
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import IO, Any, Protocol
 
-    from msgspec import Struct as Job  # ``process.job.Job``, which imports this module
+    from recompile_cli.process.job import Job
 
-# How the job reaches the child (``process.child`` reads them):
-ENV = "RECOMPILE_CLI_CHILD"  # the job, as JSON
-JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"  # or: the pipe the job comes on (``process.prestart``)
+    class Process(Protocol):
+        """What the supervisor uses of a measured process (``subprocess.Popen``'s)."""
+
+        @property
+        def pid(self) -> int | None: ...
+
+        def poll(self) -> int | None: ...
+
+        def wait(self, timeout: float | None = None) -> int: ...
+
+        def send_signal(self, sig: int) -> None: ...
+
+        def terminate(self) -> None: ...
+
+        def kill(self) -> None: ...
+
+# The socket the job comes on (``process.child`` reads it): its descriptor in the child.
+JOB_FD_ENV = "RECOMPILE_CLI_CHILD_JOB_FD"
+# The variables a waiting child must have been started with to serve a job (``Started.serves``):
+# those that Python reads as it starts (PYTHONPATH, PYTHONHASHSEED, ...; HOME for the user's
+# site folder) and that JAX, XLA and the native libraries they load read at import. The others
+# are the job's: the child takes the job's environment whole before the target runs.
+STARTUP = ("PYTHON", "JAX_", "XLA_", "TF_", "TPU_", "LIBTPU", "CUDA", "NVIDIA_", "ROCR_",
+           "ROCM", "HIP_", "NCCL_", "LD_", "MALLOC_", "OMP_", "OPENBLAS_", "MKL_", "NPY_",
+           "HOME")
 _PR_SET_PDEATHSIG = 1  # prctl(2), Linux
 # The events pipe's size: the supervisor reads it every ``supervisor.BATCH`` seconds at most,
 # and this holds thousands of events meanwhile (the default, 64 KiB, about a hundred). 1 MiB is
@@ -74,31 +100,95 @@ def command() -> list[str]:
     return [sys.executable, "-c", BOOTSTRAP.format(root=ROOT)]
 
 
+class Ran:
+    """A job that ran in this interpreter (``launchers.InProcess``) and has ended: a process
+    that has no id and nothing left to stop."""
+
+    pid: int | None = None
+
+    def __init__(self, returncode: int = 0) -> None:
+        self.returncode = returncode
+
+    def poll(self) -> int:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        pass
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+
 class Started:
-    """A measured process and this process's ends of its pipes."""
+    """A measured process and this process's ends of its pipes: the events stream (``log``),
+    the stop requests (``control``), the job socket until the job is sent (``job``), and the
+    child's output where this process relays it (``stdout``, ``stderr``: a pipe's read end)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], log: int, control: int, job: int = -1,
-                 child_fds: tuple[int, int] = (-1, -1)) -> None:
+    def __init__(self, process: Process, log: int, control: int, job: socket.socket | None = None,
+                 child_fds: tuple[int, int] = (-1, -1), env: Mapping[str, str] | None = None,
+                 cwd: str = "") -> None:
         self.process = process
-        self.log = log  # the events pipe's read end
-        self.control = control  # the stop requests' write end
-        self.job = job  # the job pipe's write end, until the job is sent (-1: none, or sent)
+        self.log = log
+        self.control = control
+        self.job = job
         self.child_fds = child_fds  # the child's numbers of the events and stop pipes
+        self.env = dict(env or {})  # what the child was started with
+        self.cwd = cwd
+        self.stdout: IO[bytes] | None = None
+        self.stderr: IO[bytes] | None = None
 
-    def send(self, job: Job) -> None:
-        """Give a child started without a job its job (once)."""
+    def serves(self, env: Mapping[str, str], cwd: Path | None) -> bool:
+        """Whether this waiting child can run a job with ``env`` in ``cwd``: it still waits,
+        and it started with the same start-up variables (a relative entry of PYTHONPATH was
+        resolved against the folder it started in: that folder too)."""
+        if self.job is None or self.process.poll() is not None:
+            return False
+        if _startup(env) != _startup(self.env):
+            return False
+        relative = any(entry and not os.path.isabs(entry)
+                       for entry in env.get("PYTHONPATH", "").split(os.pathsep))
+        return not relative or os.path.abspath(cwd or os.getcwd()) == self.cwd
+
+    def send(self, job: Job, env: Mapping[str, str], *, cwd: Path | None, stdout: int,
+             stderr: int) -> None:
+        """Hand this waiting child ``job`` (once), to run in ``cwd`` (None: this folder) with
+        ``env`` and this process's standard input; ``stdout`` and ``stderr`` are file
+        descriptors, or ``subprocess.PIPE`` to relay them (``Started.stdout``, ``stderr``)."""
         import msgspec
 
+        sock, self.job = self.job, None
+        assert sock is not None, "a measured process takes one job"
+        streams = [self._stream(stdout, "stdout"), self._stream(stderr, "stderr")]
+        if _valid(0):
+            streams.insert(0, 0)
         data = msgspec.json.encode(msgspec.structs.replace(
-            job, log_fd=self.child_fds[0], control_fd=self.child_fds[1]))
-        fd, self.job = self.job, -1
+            job, log_fd=self.child_fds[0], control_fd=self.child_fds[1],
+            cwd=os.path.abspath(cwd or os.getcwd()),
+            env={k: v for k, v in env.items() if k != JOB_FD_ENV}))
         try:
             with contextlib.suppress(OSError):  # a child that died: its outcome says so
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                socket.send_fds(sock, [data[:1]], streams)
+                sock.sendall(data[1:])
         finally:
-            os.close(fd)
+            sock.close()
+            for fd, wanted in zip(streams[-2:], (stdout, stderr), strict=True):
+                if wanted == subprocess.PIPE:
+                    os.close(fd)  # the child holds the write end now
+
+    def _stream(self, target: int, name: str) -> int:
+        """The descriptor to hand the child for one output stream (a pipe's write end when it
+        is relayed: its read end is kept as ``self.<name>``)."""
+        if target != subprocess.PIPE:
+            return target
+        read, write = os.pipe()
+        setattr(self, name, open(read, "rb", buffering=0))  # noqa: SIM115 - the supervisor's
+        return write
 
     def discard(self) -> None:
         """End a child that was never given its job, and close this process's ends."""
@@ -109,7 +199,10 @@ class Started:
         self.close()
 
     def close(self) -> None:
-        for name in ("job", "log", "control"):
+        if self.job is not None:
+            self.job.close()
+            self.job = None
+        for name in ("log", "control"):
             fd = getattr(self, name)
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -117,39 +210,42 @@ class Started:
                 setattr(self, name, -1)
 
 
-def start(job: Job | None, env: Mapping[str, str], *, cwd: Path | None, stdout: int,
-          stderr: int) -> Started:
-    """Start the measured process with ``job`` (None: the job follows, ``Started.send``).
-    ``stdout`` and ``stderr`` are file descriptors or ``subprocess.PIPE``."""
+def start(env: Mapping[str, str]) -> Started:
+    """Start a measured process with ``env``, in this folder, waiting for its job
+    (``Started.send``)."""
     log_read, log_write = os.pipe()
     _enlarge(log_write)
     control_read, control_write = os.pipe()
+    parent, child = socket.socketpair()
     child_env = dict(env)
-    child_env.pop(ENV, None)
-    child_env.pop(JOB_FD_ENV, None)
-    passed = [log_write, control_read]
-    job_read = job_write = -1
-    if job is None:
-        job_read, job_write = os.pipe()
-        passed.append(job_read)
-        child_env[JOB_FD_ENV] = str(job_read)
-    else:
-        import msgspec
-
-        child_env[ENV] = msgspec.json.encode(msgspec.structs.replace(
-            job, log_fd=log_write, control_fd=control_read)).decode()
+    child_env[JOB_FD_ENV] = str(child.fileno())
+    passed = [log_write, control_read, child.fileno()]
     try:
-        process = subprocess.Popen(command(), pass_fds=passed, env=child_env, cwd=cwd,
-                                   stdout=stdout, stderr=stderr, preexec_fn=_prepare_child)
+        process = subprocess.Popen(command(), pass_fds=passed, env=child_env,
+                                   preexec_fn=_prepare_child)
     except BaseException:
-        for fd in (log_read, control_write, job_write):
-            if fd >= 0:
-                os.close(fd)
+        for fd in (log_read, control_write):
+            os.close(fd)
+        parent.close()
         raise
     finally:
-        for fd in passed:
+        for fd in passed[:2]:
             os.close(fd)
-    return Started(process, log_read, control_write, job_write, (log_write, control_read))
+        child.close()
+    return Started(process, log_read, control_write, parent, (log_write, control_read), env,
+                   os.getcwd())
+
+
+def _startup(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(STARTUP) and k != JOB_FD_ENV}
+
+
+def _valid(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _enlarge(pipe: int) -> None:

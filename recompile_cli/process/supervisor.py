@@ -44,7 +44,7 @@ import msgspec
 
 from recompile_cli import exits
 from recompile_cli.errors import RecompileError, SessionFileError
-from recompile_cli.process import prestart, spawn
+from recompile_cli.process import launchers, spawn
 from recompile_cli.process.job import Job
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class _Signals:
     """Ctrl-C and SIGTERM received while the child runs: the first is passed on, the second
     kills the child."""
 
-    process: subprocess.Popen[bytes] | None = None
+    process: spawn.Process | None = None
     received: list[exits.ExitCode] = field(default_factory=list)
     recording: bool = False  # the child's first record came: its target may run
     control: int = -1  # the write end of the child's stop requests
@@ -105,8 +105,10 @@ class _Signals:
 def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = None,
               timeout: float | None = None, observer: Observer | None = None,
               stdout_to_stderr: bool = False,
-              ended: Callable[[Session], None] | None = None) -> Outcome:
+              ended: Callable[[Session], None] | None = None,
+              launcher: launchers.Launcher | None = None) -> Outcome:
     """Run ``job`` in a child process and return its outcome (see the module docstring).
+    ``launcher`` starts it (default: ``launchers.DEFAULT``, a process of its own).
     ``ended`` is given the session as soon as the child's end record is in and its stream
     closed, while its process may still be ending (its interpreter's shutdown): work on it then
     overlaps that wait. The outcome's session is that very object unless how the process ended
@@ -125,12 +127,8 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
     child: spawn.Started | None = None
     try:
         with _handling(signals):
-            child = prestart.take(os.environ, cwd=cwd, stdout=out.target, stderr=err.target)
-            if child is not None:  # started before the options were read, waiting for its job
-                child.send(job)
-            else:
-                child = spawn.start(job, os.environ, cwd=cwd, stdout=out.target,
-                                    stderr=err.target)
+            child = (launcher or launchers.DEFAULT).start(
+                job, os.environ, cwd=cwd, stdout=out.target, stderr=err.target)
             signals.control = child.control
             process = signals.process = child.process
             _prefetch()  # while the child imports JAX: nothing of it was needed before
@@ -139,12 +137,12 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
             copy = EventLog(events_log) if events_log is not None else None
             stream = _Stream(LogReader("the measured process's events"), copy, observer, signals,
                              ended)
-            sources = {child.log: stream.take, **out.source(process.stdout),
-                       **err.source(process.stderr)}
+            sources = {child.log: stream.take, **out.source(child.stdout),
+                       **err.source(child.stderr)}
             timed_out = _follow(process, sources, signals, observer, timeout, started,
                                 batched=(child.log,))
             stream.take(b"", last=True)
-            for pipe in (process.stdout, process.stderr):
+            for pipe in (child.stdout, child.stderr):
                 if pipe is not None:
                     pipe.close()
     finally:
@@ -152,7 +150,7 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
             child.close()
         if copy is not None:
             copy.close()
-    outcome = _outcome(job, stream, process.returncode, timed_out, signals.received,
+    outcome = _outcome(job, stream, process.wait(), timed_out, signals.received,
                        time.monotonic() - started)
     if copy is not None and copy.problem:
         session = msgspec.structs.replace(outcome.session,
@@ -161,7 +159,7 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
     return outcome
 
 
-def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes], None]],
+def _follow(process: spawn.Process, sources: dict[int, Callable[[bytes], None]],
             signals: _Signals, observer: Observer | None, timeout: float | None,
             started: float, batched: tuple[int, ...] = ()) -> float | None:
     """Read every source (the events stream, relayed output) until the child has ended;
@@ -206,12 +204,12 @@ def _follow(process: subprocess.Popen[bytes], sources: dict[int, Callable[[bytes
             os.close(ended)
 
 
-def _end_watch(process: subprocess.Popen[bytes]) -> int | None:
+def _end_watch(process: spawn.Process) -> int | None:
     """A descriptor that is readable once the child has ended (a Linux pidfd), so that its end
     wakes the loop at once; None where there is none (the loop then looks every few
     milliseconds, as ``Popen.wait`` with a timeout does)."""
     pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:
+    if pidfd_open is None or process.pid is None:  # no pidfd, or a job run in-process
         return None
     try:
         return int(pidfd_open(process.pid))
@@ -219,7 +217,7 @@ def _end_watch(process: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-def _enforce(process: subprocess.Popen[bytes], observer: Observer | None,
+def _enforce(process: spawn.Process, observer: Observer | None,
              timeout: float | None, started: float, timed_out: float | None,
              killing_at: float | None) -> tuple[float | None, float | None]:
     """One look between reads: the live line, and the timeout (terminate, then kill)."""

@@ -1,5 +1,8 @@
 """The integration layer's fixtures: real JAX on CPU, clean caches per test, and the CLI run
-in-process. Constants and report helpers are in ``helpers.py`` (``from helpers import ...``),
+in-process. A run's target is recorded in this process too (``process.launchers.InProcess``),
+through the same recording and stream reader as a measured process: tests of what a report
+says need no process. A test of process behaviour (exit codes of a dying target, signals, the
+supervisor, start-up) is marked ``measured_process``: its runs start a real measured process. Constants and report helpers are in ``helpers.py`` (``from helpers import ...``),
 what the installed JAX supports in ``jax_support.py``."""
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recompile_cli.cli.app import app
+from recompile_cli.process import launchers, prestart
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +45,30 @@ class Cli:
         command, *rest = args  # options go before `run`'s SCRIPT, which takes the rest
         result = self(command, "--output", out, *rest)
         return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+@pytest.fixture(scope="session")
+def warm_processes():
+    """Measured processes for the tests marked ``measured_process``: one waits, JAX imported,
+    for the next run, and another starts as each run takes it (``launchers.Subprocess``), so a
+    test does not wait for Python and JAX to start. A run whose start-up variables differ
+    (``spawn.STARTUP``) gets a process started for it, as the CLI would."""
+    launcher = launchers.Subprocess(spare_env=os.environ)
+    yield launcher
+    prestart.discard()
+
+
+@pytest.fixture(autouse=True)
+def launcher(request, monkeypatch):
+    """Where the runs of this test record: in this process, unless it is marked
+    ``measured_process`` (then in a measured process of their own, kept warm)."""
+    if request.node.get_closest_marker("measured_process") is None:
+        monkeypatch.setattr(launchers, "DEFAULT", launchers.InProcess())
+    else:
+        warm = request.getfixturevalue("warm_processes")
+        prestart.ahead(warm.spare_env)
+        monkeypatch.setattr(launchers, "DEFAULT", warm)
+    return launchers.DEFAULT
 
 
 @pytest.fixture

@@ -79,6 +79,13 @@ def test_masking_hides_only_timings_and_versions() -> None:
     other = "in all, 12.5 s: 8 traces (jax 0.4.30)\n--  -------\nx  1.2\n"
     assert update_docs.masked(one) == update_docs.masked(other)
     assert update_docs.masked(one) != update_docs.masked(one.replace("8 traces", "9 traces"))
+    # A table ranked by seconds: rows of close cost swap places from run to run; other
+    # tables keep their order.
+    ranked = "count  seconds\n-----  -------\nx1     0.029\nx2     0.015\n"
+    swapped = "count  seconds\n-----  -------\nx2     0.031\nx1     0.012\n"
+    assert update_docs.masked(ranked) == update_docs.masked(swapped)
+    assert update_docs.masked(ranked.replace("seconds", "calls")) != update_docs.masked(
+        swapped.replace("seconds", "calls"))
 
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

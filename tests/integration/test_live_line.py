@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from jax_support import PRIVATE_HOOKS
 
+pytestmark = pytest.mark.measured_process  # process behaviour: real measured processes
+
 # What a re-compile of PROGRAM is called: its cause, or "unknown" where the recording is
 # public-only (JAX < 0.9 or --hook-mode public-only), in the live line as in the report.
 CAUSE = {"private": "shape at x", "public-only": "unknown"}

@@ -3,8 +3,9 @@ console script starts it for ``run``, ``profile`` and ``forecast`` so that it im
 the options are checked, and the supervisor hands it the job. Checked through the console
 script's own entry (``__main__.main``) in a real process, with ``spawn.start`` watched: a run
 that took the early child starts no second one, gives the same report, and a command that never
-runs (a bad option, ``--help``) or whose environment changed leaves no early child behind, and
-never runs the target."""
+runs (a bad option, ``--help``) leaves no early child behind, and never runs the target. A
+changed environment is the job's (the target sees it) unless a start-up variable changed: that
+run gets a child started as usual."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.measured_process  # process behaviour: real measured processes
+
 # The console script's entry, with spawn.start watched once the early child started: each later
-# start is told on stderr, and the early child's pid too. CHANGE_ENV changes the environment once the early child started.
+# start is told on stderr, and the early child's pid too. CHANGE_ENV names a variable that is
+# set once the early child started.
 DRIVER = """
 import os, sys
 from recompile_cli.process import prestart, spawn
@@ -32,10 +36,9 @@ def start(argv):
     started(argv)
     spawn.start = watched  # every start after the early one
     if prestart._waiting is not None:
-        print(f"EARLY-PID {prestart._waiting.started.process.pid}", file=sys.stderr,
-              flush=True)
+        print(f"EARLY-PID {prestart._waiting.process.pid}", file=sys.stderr, flush=True)
     if os.environ.get("CHANGE_ENV"):
-        os.environ["RECOMPILE_CLI_TEST_CHANGED"] = "1"
+        os.environ[os.environ["CHANGE_ENV"]] = "1"
 prestart.start = start
 sys.argv[0] = "recompile-cli"
 from recompile_cli.__main__ import main
@@ -145,16 +148,35 @@ def test_commands_that_run_no_target_start_no_early_child(driver, tmp_path, args
     assert "LATER-SPAWN" not in result.stderr
 
 
-def test_a_changed_environment_gets_a_child_started_as_usual(driver, tmp_path):
+def test_a_changed_environment_is_the_jobs(driver, tmp_path):
+    """A variable set after the early child started reaches the target all the same: the job
+    carries its environment, and the early child runs it."""
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent(SCRIPT + """
 import os
 print("changed:", os.environ.get("RECOMPILE_CLI_TEST_CHANGED"))
 """))
-    result = console(driver, "run", str(script), cwd=tmp_path, CHANGE_ENV="1")
+    result = console(driver, "run", str(script), cwd=tmp_path,
+                     CHANGE_ENV="RECOMPILE_CLI_TEST_CHANGED")
+    assert result.returncode == 0, result.stderr
+    assert early_pid(result.stderr) is not None
+    assert "LATER-SPAWN" not in result.stderr  # the early child ran it ...
+    assert "changed: 1" in result.stdout  # ... with the environment of the run
+    assert "<lambda>: 2 compiles, 1 re-compile (" in result.stdout
+
+
+def test_a_changed_start_up_variable_gets_a_child_started_as_usual(driver, tmp_path):
+    """A variable that Python or JAX read as they started (here JAX_ENABLE_X64) cannot be
+    changed in a child that started: the early child is ended, and a new one runs the job."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(SCRIPT + """
+import jax.numpy as jnp
+print("dtype:", jnp.ones(1).dtype)
+"""))
+    result = console(driver, "run", str(script), cwd=tmp_path, CHANGE_ENV="JAX_ENABLE_X64")
     assert result.returncode == 0, result.stderr
     pid = early_pid(result.stderr)
     assert pid is not None and gone(pid)
     assert "LATER-SPAWN" in result.stderr  # the early child was not the one that ran
-    assert "changed: 1" in result.stdout  # the target saw the environment of the run
+    assert "dtype: float64" in result.stdout  # the target saw the environment of the run
     assert "<lambda>: 2 compiles, 1 re-compile (" in result.stdout

@@ -19,6 +19,8 @@ from jax_support import requires_private_hooks
 
 from recompile_cli.capture.counting import CallCounter
 
+pytestmark = pytest.mark.measured_process  # process behaviour: real measured processes
+
 STEP = """
 import jax, jax.numpy as jnp
 

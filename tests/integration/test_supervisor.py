@@ -22,6 +22,8 @@ import pytest
 
 from recompile_cli.session.files import load_session
 
+pytestmark = pytest.mark.measured_process  # process behaviour: real measured processes
+
 COMPILES_THREE = """
 import jax, jax.numpy as jnp
 

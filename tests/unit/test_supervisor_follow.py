@@ -99,8 +99,7 @@ def test_the_events_pipe_holds_a_megabyte_where_linux_allows_it():
     with open("/proc/sys/fs/pipe-max-size") as limit:
         if int(limit.read()) < spawn.EVENTS_PIPE_BYTES:
             pytest.skip("this system caps pipes below 1 MiB")
-    started = spawn.start(None, os.environ, cwd=None, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    started = spawn.start(os.environ)
     try:
         assert fcntl.fcntl(started.log, fcntl.F_GETPIPE_SZ) == spawn.EVENTS_PIPE_BYTES
     finally:
