@@ -27,23 +27,21 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from recompile_cli import exits
-from recompile_cli.analysis.hosts import mismatch
-from recompile_cli.analysis.warmup.coverage import coverage_notes
-from recompile_cli.capture.hosts.host_check import HostCheck
 from recompile_cli.capture.running import runner
-from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
 from recompile_cli.errors import RecompileError
-from recompile_cli.inputs.spec import Spec, after_warmup, load_spec, single_call
 from recompile_cli.process.job import Job
 from recompile_cli.process.spawn import JOB_FD_ENV
-from recompile_cli.render.escape import terminal
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.model import Event, HookMode, Outcome, Session
+
+if TYPE_CHECKING:
+    from recompile_cli.capture.hosts.host_check import HostCheck
+    from recompile_cli.inputs.spec import Spec
 
 
 def main() -> None:
@@ -146,6 +144,12 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
               options: runner.RunOptions) -> tuple[Outcome, tuple[Event, ...]]:
     """``forecast``: the calls (the warm-up's first) traced on abstract arguments, their traces
     turned into predicted compiles, and the warm-up's coverage in the warnings."""
+    # Here, not at the top: every measured process imports its modules before its job comes,
+    # and only a forecast needs these (the analysis behind the coverage, ~0.1 s).
+    from recompile_cli.analysis.warmup.coverage import coverage_notes
+    from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
+    from recompile_cli.inputs.spec import after_warmup
+
     warm = _spec(job.warmup, job, "--warmup") if job.warmup else None
     calls = after_warmup(warm, spec)
     forecaster = Forecaster(job.lower)
@@ -159,6 +163,8 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
 
 
 def _spec(path: str | None, job: Job, option: str) -> Spec:
+    from recompile_cli.inputs.spec import load_spec, single_call  # PyYAML: specs only, not `run`
+
     if path is None:
         return single_call()
     limits = {k: v for k, v in (("max_array_bytes", job.max_array_bytes),
@@ -171,6 +177,12 @@ def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
     ``analysis.hosts.mismatch``. A process a peer stopped while it waits in a collective ends
     from the check's watcher, its end record written first; a wait for the peers' compiles
     ends as soon as the supervisor asks for a stop (``_StopRequests``)."""
+    # Here, not at the top: only a --check-hosts run needs them (the analysis behind the
+    # messages, ~0.05 s), and every measured process imports its modules before its job comes.
+    from recompile_cli.analysis.hosts import mismatch
+    from recompile_cli.capture.hosts.host_check import HostCheck
+    from recompile_cli.render.escape import terminal
+
     assert job.host_timeout is not None
 
     def stopped(session: Session, failure: str) -> int:
