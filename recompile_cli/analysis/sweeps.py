@@ -1,9 +1,9 @@
 """Shape sweeps: a function of yours whose array argument took many sizes along one dimension,
 with the sizes seen and the bucket edges that padding would use, for the HTML report's picture.
 
-The buckets are those ``analysis.padding`` proposes first (``predict.powers_of_two`` when they
-save compiles without more than doubling the largest size, else ``predict.multiples_of`` a
-width from ``predict.multiple_for``); the sizes and dims come from ``predict.varying_dims`` over
+The buckets are those ``analysis.advice.padding`` proposes first (``predict.powers_of_two``
+when they save compiles without more than doubling the largest size, else ``predict.multiples_of``
+a width from ``predict.multiple_for``); the sizes and dims come from ``predict.varying_dims`` over
 the function's successful top-level traces. Pure data: no JAX, no rendering.
 """
 

@@ -1,7 +1,7 @@
 """The Python API: ``record()`` and its report, ``analyse``, ``forecast()``, the notebook magics
 (``notebook``) and the pytest plugin (``pytest_plugin``).
 
-``record`` records a block or a function (``record.py``), ``RecompileReport`` is its analysed
+``record`` records a block or a function (``recording.py``), ``RecompileReport`` is its analysed
 report with its gate and DataFrames (``report.py``), and ``forecast`` predicts the compiles of a
 list of calls without running them (``forecast.py``). ``import recompile_cli`` re-exports the
 public names lazily; this package is what they resolve to.

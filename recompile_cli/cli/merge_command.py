@@ -2,9 +2,9 @@
 multi-process JAX job, its divergence section, and the ``--fail-on-divergence`` gate.
 
 Registered on the application in ``cli.app``; like the other commands it validates its inputs,
-calls the library (``analysis.merge``, ``analysis.divergence``), and prints through ``output``.
-Exit codes: 0, 1 when ``--fail-on-divergence`` finds a divergence, 2 for bad input or an output
-that could not be written.
+calls the library (``analysis.hosts.merge``, ``analysis.hosts.divergence``), and prints through
+``output``. Exit codes: 0, 1 when ``--fail-on-divergence`` finds a divergence, 2 for bad input
+or an output that could not be written.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def merge(
 
 def _check_distinct_files(reports: list[Path]) -> None:
     """One file named twice (``g.json ./g.json``, a symlink, a hard link) is refused; copies
-    are found by content in ``analysis.merge``."""
+    are found by content in ``analysis.hosts.merge``."""
     seen: dict[object, Path] = {}
     for path in reports:
         try:

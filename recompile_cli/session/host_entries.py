@@ -2,7 +2,7 @@
 
 An ``Entry`` is written by ``capture.hosts.host_check`` into JAX's distributed key-value store and
 read back by every peer (``encode_entry`` / ``decode_entry``, compact JSON through the session
-codec). ``analysis.host_mismatch`` compares entries. Nothing here imports JAX.
+codec). ``analysis.hosts.mismatch`` compares entries. Nothing here imports JAX.
 """
 
 from __future__ import annotations

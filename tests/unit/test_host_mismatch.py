@@ -1,4 +1,4 @@
-"""The messages of ``--check-hosts`` (``analysis.host_mismatch``) from hand-made entries, the
+"""The messages of ``--check-hosts`` (``analysis.hosts.mismatch``) from hand-made entries, the
 entries' wire format (``session.host_entries``) and the guard's ``check_hosts`` item."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Predicted compile counts: distinct signatures after a fix (``analysis/predict.py``)."""
+"""Predicted compile counts: distinct signatures after a fix (``analysis/advice/predict.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The suggestion rules of ``analysis/rules.py``: for every rule a case where it fires (the
+"""The suggestion rules of ``analysis/advice/rules.py``: for every rule a case where it fires (the
 message a user reads and the predicted compiles) and a case where it must stay silent, on
 hand-built sessions. No advice is better than wrong advice."""
 

@@ -5,7 +5,7 @@ Each process of a ``jax.distributed`` job records its own session, tagged with i
 ``merge_reports`` takes them as loaded (``session.files.load_session``), checks that they belong
 together, and returns a ``Merged``: the merged ``Session`` (every event carries its
 ``process``; ``processes`` lists where each came from) and the per-process sessions that the
-divergence analysis (``analysis.divergence``) compares. A merged session can itself be merged
+divergence analysis (``analysis.hosts.divergence``) compares. A merged session can itself be merged
 again: it is split back into its processes.
 
 Files that cannot belong to one job (another script, another ``process_count``, two files of

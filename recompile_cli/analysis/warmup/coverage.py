@@ -38,7 +38,7 @@ class Miss:
     event: Event
     causes: tuple[Cause, ...]
     skipped: Skipped | None = None
-    unplayable: str | None = None  # why no plan could hold it (``planning.replay_problem``)
+    unplayable: str | None = None  # why no plan could hold it (``replay_problem``)
 
 
 @dataclass(frozen=True, slots=True)

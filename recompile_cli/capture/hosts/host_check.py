@@ -67,7 +67,7 @@ class HostsDiverged(RuntimeError):
 
 
 # (entries of one compile, every process) -> message or None; (mine, absent, their last
-# entries, timeout) -> message: ``analysis.host_mismatch``'s, given by the caller.
+# entries, timeout) -> message: ``analysis.hosts.mismatch``'s, given by the caller.
 Mismatch = Callable[[dict[int, Entry]], str | None]
 Missing = Callable[[Entry, list[int], dict[int, Entry | None], float], str]
 # (the session of a run a peer stopped, its failure) -> exit code: writes the report

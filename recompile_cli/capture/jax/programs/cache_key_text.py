@@ -13,8 +13,8 @@ what ``capture.jax.programs.cache_key`` stores in ``CacheKeyInfo``:
 * per operation a short digest, its name and the user line it came from (the first ``MAX_OPS``).
 
 A large constant printed elided (``ELIDED``) gets the digest of its value from ``elided``
-(hashed from the module itself, ``capture.module_constants``), so that the cost of reading a
-module does not grow with the size of its constants.
+(hashed from the module itself, ``capture.jax.programs.module_constants``), so that the cost
+of reading a module does not grow with the size of its constants.
 
 A user line is the innermost ``"file":line`` of an operation's location whose file
 ``is_user(path)`` accepts (by default: outside ``site-packages``), else the innermost one.
