@@ -1,7 +1,9 @@
 """From a frozen ``Session`` to a ``Report``: causes, per-function totals (``FunctionRow``), the
 cost-ranked cause table (``CauseRow``: re-compilations, and the slow calls of
 ``analysis.slow_calls`` ranked among them by the seconds they cost), the run's ``Totals``,
-event kinds and suggestions.
+event kinds and suggestions; and, computed once on first read, the compile cost, the
+warm-up's coverage and the shape sweeps. Renderers and gates only read a report: none of them
+runs an analysis of its own.
 
 Pure: no printing, no JAX and no pandas; every table is built in one pass over the events, so
 that it stays linear in their number. The DataFrames of the Python API and the CSV files are
@@ -16,15 +18,20 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from functools import cached_property
 
 from recompile_cli.analysis.advice import eager as eager_advice
 from recompile_cli.analysis.advice.suggest import Suggestion, SuggestionCode, suggest
+from recompile_cli.analysis.cache.outcomes import CacheOutcomes
 from recompile_cli.analysis.cache.outcomes import outcomes as cache_outcomes
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.causes.explain import public_only
+from recompile_cli.analysis.compile_cost import CompileCostReport, analyse_cost
 from recompile_cli.analysis.eager_lines import EagerReport, analyse_eager_lines
 from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
+from recompile_cli.analysis.sweeps import Sweep, sweeps
+from recompile_cli.analysis.warmup.coverage import Coverage, coverage
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -157,9 +164,27 @@ class Report:
     suggestions: tuple[Suggestion, ...]
     slow_calls: SlowCallReport = field(default_factory=SlowCallReport)
     eager_lines: EagerReport = field(default_factory=EagerReport)  # code not yours, by line
+    cache_outcomes: CacheOutcomes = field(
+        default_factory=lambda: CacheOutcomes(0, 0.0, True, 0, {}))  # the persistent cache
 
     def primary(self, event: Event) -> Cause:
         return self.causes[event.seq][0]
+
+    # Computed on first read, once: a format or gate that shows none of them pays nothing.
+    @cached_property
+    def compile_cost(self) -> CompileCostReport:
+        """The compile cost of the user's functions (``analysis.compile_cost``)."""
+        return analyse_cost(self.session)
+
+    @cached_property
+    def warmup_coverage(self) -> Coverage | None:
+        """What the run's warm-up plan did not cover (None: no plan ran)."""
+        return coverage(self.session, self.causes)
+
+    @cached_property
+    def sweeps(self) -> tuple[Sweep, ...]:
+        """The shape sweeps of the user's functions, largest first (``analysis.sweeps``)."""
+        return tuple(sweeps(self.session))
 
 
 def event_kind(event: Event) -> EventKind:
@@ -189,12 +214,13 @@ def build_report(session: Session) -> Report:
         causes = public_only(causes)
     slow = analyse_slow_calls(session)
     eager = analyse_eager_lines(session, causes)
-    totals = _totals(session, causes)
+    cache = cache_outcomes(session.events)
+    totals = _totals(session, causes, cache)
     return Report(session, causes, _functions(session, causes),
                   _cause_table(session, causes, slow), totals,
                   (*suggest(session.events, causes, session.calls, session.target_exception),
                    *_eager_suggestions(eager, totals.compile_seconds)),
-                  slow, eager)
+                  slow, eager, cache)
 
 
 def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Suggestion]:
@@ -210,12 +236,12 @@ def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Sugge
     return out
 
 
-def _totals(session: Session, causes: dict[int, tuple[Cause, ...]]) -> Totals:
+def _totals(session: Session, causes: dict[int, tuple[Cause, ...]],
+            cache: CacheOutcomes) -> Totals:
     events = session.events
     kinds = Counter(event_kind(e) for e in events if e.owner != Owner.JAX)
     owners = {owner: tally((e for e in events if e.owner == owner), causes)
               for owner in dict.fromkeys(e.owner for e in events)}
-    cache = cache_outcomes(events)
     return Totals(
         traces=sum(e.traced for e in events),
         compiles=sum(e.compiled for e in events),

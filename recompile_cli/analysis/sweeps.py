@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recompile_cli.analysis.advice import predict
-from recompile_cli.analysis.report import Report
-from recompile_cli.session.model import Owner, Signature, function_key
+from recompile_cli.session.model import Owner, Session, Signature, function_key
 
 MIN_SIZES = 3  # fewer sizes are a last batch or two datasets, not a sweep
 
@@ -31,10 +30,10 @@ class Sweep:
     scheme: str  # "powers of two" or "multiples of N"
 
 
-def sweeps(report: Report) -> list[Sweep]:
+def sweeps(session: Session) -> list[Sweep]:
     """The shape sweeps of your functions, the most sizes first."""
     signatures: dict[str, tuple[str, list[Signature]]] = {}
-    for event in report.session.events:
+    for event in session.events:
         if (event.owner == Owner.USER and event.depth == 0 and event.traced
                 and event.error is None and event.signature is not None):
             key = function_key(event.function, event.defined_at)

@@ -68,7 +68,8 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
     outcome = runner.profile_function(fn, label, spec, jit_options, keep_going, run)
     session = forecast_session(outcome.session, forecaster, spec)
     if warm is not None and warm.cases:
-        notes = coverage_notes(session, [c.label for c in spec.cases], len(warm.cases))
+        notes = coverage_notes(session, build_report(session).causes,
+                               [c.label for c in spec.cases], len(warm.cases))
         session = replace(session, warnings=(*session.warnings, *notes))
     return RecompileReport(build_report(session))
 

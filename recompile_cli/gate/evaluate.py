@@ -493,9 +493,7 @@ def check_after_warmup(report: Report) -> list[Violation]:
     """One violation per function of yours that compiled after the warm-up plan, naming the
     signatures the plan lacked and their causes against the closest planned one; one when no
     warm-up was recorded (a gate that needs it never passes without it)."""
-    from recompile_cli.analysis.warmup.coverage import coverage
-
-    found = coverage(report)
+    found = report.warmup_coverage
     if found is None:
         return [Violation("the warm-up", Rule.AFTER_WARMUP, (
             "after_warmup: this run recorded no warm-up plan, so nothing shows that it covers "

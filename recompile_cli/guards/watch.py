@@ -320,7 +320,8 @@ def _after_warmup(report: Report, event: Event) -> Miss | None:
         return None
     from recompile_cli.analysis.warmup.coverage import after_warmup, misses
 
-    return next((m for m in misses(report, after_warmup(warmup), owners=tuple(Owner))
+    return next((m for m in misses(report.session, report.causes, after_warmup(warmup),
+                                   owners=tuple(Owner))
                  if m.event.seq == event.seq), None)
 
 

@@ -146,6 +146,7 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
     turned into predicted compiles, and the warm-up's coverage in the warnings."""
     # Here, not at the top: every measured process imports its modules before its job comes,
     # and only a forecast needs these (the analysis behind the coverage, ~0.1 s).
+    from recompile_cli.analysis.report import build_report
     from recompile_cli.analysis.warmup.coverage import coverage_notes
     from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
     from recompile_cli.inputs.spec import after_warmup
@@ -157,7 +158,8 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
                              replace(options, invoke=forecaster, spec_array=spec_array))
     session = forecast_session(outcome.session, forecaster, calls)
     if warm is not None and warm.cases:
-        notes = coverage_notes(session, [c.label for c in calls.cases], len(warm.cases))
+        notes = coverage_notes(session, build_report(session).causes,
+                               [c.label for c in calls.cases], len(warm.cases))
         session = msgspec.structs.replace(session, warnings=(*session.warnings, *notes))
     return msgspec.structs.replace(outcome, session=session), session.events
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from recompile_cli.analysis.cache.outcomes import outcomes
 from recompile_cli.analysis.report import FunctionRow, Report, RowKind
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.render import escape, fit
@@ -61,7 +60,7 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
             f"{show(env.jax_version)}, {show(env.backend)}, hook mode {show(env.hook_mode)})",
             *(show(line) for line in headline(report).lines)]
     if env.compilation_cache_dir:
-        found = outcomes(session.events)
+        found = report.cache_outcomes
         head.append(f"persistent cache {show(relative(env.compilation_cache_dir))}: "
                     + show(cache_keys.outcome_line(found)))
         missed = cache_keys.missed_line(found)

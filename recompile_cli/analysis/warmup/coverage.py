@@ -1,6 +1,6 @@
 """Warm-up coverage: what a warm-up did not cover, the compiles after it, each explained
-against the closest signature the warm-up compiled of the same function (pure: Session/Report
--> data).
+against the closest signature the warm-up compiled of the same function (pure: a session and
+its causes -> data; a report holds its own, ``Report.warmup_coverage``).
 
 A warm-up is either a plan that ran before the workload (``Session.warmup``: the events that
 start after its ``ended_seconds`` are the workload's) or, in a forecast, the first calls of a
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.causes.explain import diff_signatures
 from recompile_cli.analysis.causes.nearest import SignatureIndex
-from recompile_cli.analysis.report import Report, build_report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.warmup.plan import replay_problem
 from recompile_cli.session.model import CauseCode, Event, Owner, Session, function_key
@@ -58,9 +57,11 @@ def after_warmup(warmup: Warmup) -> After:
     return lambda event: event.start_seconds >= warmup.ended_seconds
 
 
-def coverage(report: Report) -> Coverage | None:
+Causes = dict[int, tuple[Cause, ...]]  # a report's: event seq -> causes, primary first
+
+
+def coverage(session: Session, causes: Causes) -> Coverage | None:
     """The coverage of the session's warm-up plan; None when no plan ran."""
-    session = report.session
     warmup = session.warmup
     if warmup is None:
         return None
@@ -72,15 +73,14 @@ def coverage(report: Report) -> Coverage | None:
         if e.compiled and e.depth == 0 and is_after(e) and e.owner != Owner.USER:
             others[e.owner] += 1
             functions.setdefault(e.owner, set()).add(function_key(e.function, e.defined_at))
-    return Coverage(warmup, warm, misses(report, is_after), dict(others),
+    return Coverage(warmup, warm, misses(session, causes, is_after), dict(others),
                     {owner: len(keys) for owner, keys in functions.items()})
 
 
-def misses(report: Report, is_after: After, owners: tuple[Owner, ...] = (Owner.USER,)
-           ) -> tuple[Miss, ...]:
+def misses(session: Session, causes: Causes, is_after: After,
+           owners: tuple[Owner, ...] = (Owner.USER,)) -> tuple[Miss, ...]:
     """Every top-level compile of a function of ``owners`` after the warm-up, explained
     against the closest signature the warm-up compiled of that function."""
-    session = report.session
     warm: dict[str, SignatureIndex] = {}
     found: list[Miss] = []
     skipped = _skipped(session)
@@ -97,7 +97,7 @@ def misses(report: Report, is_after: After, owners: tuple[Owner, ...] = (Owner.U
             continue
         if event.owner not in owners:
             continue
-        found.append(Miss(event, _causes(report, event, warm.get(key)),
+        found.append(Miss(event, _causes(session, causes, event, warm.get(key)),
                           skipped.get(event.function), replay_problem(session, event)))
     return tuple(found)
 
@@ -107,14 +107,15 @@ def _skipped(session: Session) -> dict[str, Skipped]:
     return {} if warmup is None else {s.function: s for s in warmup.skipped}
 
 
-def _causes(report: Report, event: Event, index: SignatureIndex | None) -> tuple[Cause, ...]:
+def _causes(session: Session, causes: Causes, event: Event, index: SignatureIndex | None
+            ) -> tuple[Cause, ...]:
     if index is None or not index.signatures:
         return (Cause(CauseCode.FIRST_COMPILE, detail="the warm-up compiled no signature of "
                       "this function"),)
     if not event.traced or event.signature is None:  # a lowering change: the report's cause
-        return report.causes[event.seq]
+        return causes[event.seq]
     closest = index.signatures[index.nearest(event.signature)]
-    return tuple(diff_signatures(event.signature, closest, report.session.base_context)) or (
+    return tuple(diff_signatures(event.signature, closest, session.base_context)) or (
         Cause(CauseCode.UNKNOWN, detail="the same signature as one the warm-up compiled: JAX's "
               "caches were cleared or the entry was evicted since"),)
 
@@ -159,12 +160,13 @@ def summary_lines(found: Coverage, call: Callable[[Event], str | None]) -> list[
     return lines
 
 
-def coverage_notes(session: Session, labels: Sequence[str], warmup_calls: int) -> list[str]:
+def coverage_notes(session: Session, causes: Causes, labels: Sequence[str],
+                   warmup_calls: int) -> list[str]:
     """The forecast's warm-up notes (``forecast --warmup``, ``forecast(warmup=...)``): one line
     per top-level compile of the workload after the first ``warmup_calls`` calls (the warm-up's;
     ``labels``: each call's label, in call order), with the call that first needs it and its
-    cause against the closest signature the warm-up compiled."""
-    found = misses(build_report(session),
+    cause against the closest signature the warm-up compiled (``causes``: its report's)."""
+    found = misses(session, causes,
                    lambda e: e.call_index is not None and e.call_index >= warmup_calls,
                    owners=tuple(Owner))
     if not found:

@@ -31,7 +31,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli.analysis.report import KEPT_CACHES, OwnerTotals, Report
-from recompile_cli.analysis.sweeps import sweeps
 from recompile_cli.render import merged
 from recompile_cli.render.escape import html as escape_html
 from recompile_cli.render.escape import html_prose, is_missing
@@ -197,7 +196,7 @@ def _pictures(report: Report) -> list[str]:
     chart = charts.compile_seconds_chart(report)
     if chart:
         out += ["<h2>Compile seconds by cause</h2>", chart]
-    found = sweeps(report)[:MAX_SWEEPS]
+    found = report.sweeps[:MAX_SWEEPS]
     if found:
         out += ["<h2>Shape sweeps</h2>", *(charts.sweep_chart(s) for s in found)]
     return out

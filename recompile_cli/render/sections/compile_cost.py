@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.analysis.compile_cost import CompileCostReport, analyse_cost, size_text
+from recompile_cli.analysis.compile_cost import CompileCostReport, size_text
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.render.fit import Table
@@ -24,7 +24,7 @@ HEADERS = ["function", "line", "equations", "share", "est. compile s", "repeats"
 
 
 def section(report: Report) -> CompileCostReport:
-    return analyse_cost(report.session)
+    return report.compile_cost
 
 
 def summary(cost: CompileCostReport) -> list[str]:

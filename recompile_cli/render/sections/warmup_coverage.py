@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from recompile_cli.analysis.report import Report
-from recompile_cli.analysis.warmup.coverage import coverage, summary_lines
+from recompile_cli.analysis.warmup.coverage import summary_lines
 from recompile_cli.analysis.warmup.plan import signature_label
 from recompile_cli.session.locations import relative, relative_in
 
 
 def text_lines(report: Report) -> list[str]:
     """The section's lines (unescaped), empty without a warm-up plan."""
-    found = coverage(report)
+    found = report.warmup_coverage
     if found is None:
         return []
     return [relative_in(line) for line in summary_lines(found, lambda e: relative(e.call_site))]
@@ -24,7 +24,7 @@ def text_lines(report: Report) -> list[str]:
 def json_section(report: Report) -> dict[str, Any] | None:
     """``{"plan", "compiled", "skipped", "error", "misses": [...], "others": {...}}``; None
     without a warm-up plan."""
-    found = coverage(report)
+    found = report.warmup_coverage
     if found is None:
         return None
     warmup = found.warmup
