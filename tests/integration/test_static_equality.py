@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import functools
 import gc
+import sys
 import weakref
 from typing import Any, NamedTuple
 
@@ -217,7 +218,11 @@ def test_equal_parts_of_different_types_in_a_static_container_compile_once():
 
 
 class Weird:
-    """A hash that always collides and an __eq__ that raises or answers with an array."""
+    """A hash that always collides and an __eq__ that raises or answers with an array, when
+    recompile-cli compares two of them. JAX's own cache may compare them too (its hash table
+    probes an entry of another key now and then, as addresses fall), and then raises to the
+    program with or without recompile-cli: to JAX they compare as different objects, so that the
+    test checks what is ours, every run."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -226,7 +231,8 @@ class Weird:
         return 7
 
     def __eq__(self, other: object) -> Any:
-        if isinstance(other, Weird) and other is not self:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if isinstance(other, Weird) and other is not self and caller.startswith("recompile_cli"):
             if self.mode == "raise":
                 raise RuntimeError("no comparing")
             return np.array([True, False])  # bool() of it raises
@@ -238,7 +244,7 @@ def test_a_raising_or_odd_eq_never_reaches_the_program(mode):
     f = jax.jit(lambda x, w: x + 1, static_argnames="w")
     with recompile_cli.record() as rec:
         f(jnp.ones(3), w=Weird(mode))
-        f(jnp.ones(4), w=Weird(mode))  # JAX never compares them (the shapes differ); we do
+        f(jnp.ones(4), w=Weird(mode))  # we compare them (JAX need not: the shapes differ)
     assert rec.session.target_exception is None
     assert rec.report.compiles("<lambda>") == 2
     assert ("shape", "x", "f32[3]", "f32[4]") in causes(rec, "<lambda>")[1]
