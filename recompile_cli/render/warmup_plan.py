@@ -1,29 +1,26 @@
 """A warm-up plan as Python source: ``warm_up(parallel=None)`` compiles every planned signature
 with ``jitted.lower(*args).compile()`` on the user's own jitted functions.
 
-The plan is plain Python a user can read, commit and edit: a few helpers, then one block per
-function (a generator of ``(label, lower)`` pairs, with a comment naming the call site that
-first compiled each signature and its compile seconds), the list of blocks, what could not be
-replayed and why (comments), and ``warm_up``. It imports only the standard library and JAX.
-
-What comes from the session reaches the source only as checked names (``planning.dotted``:
-identifiers joined by dots, also as parts of the helpers' own names), literals that read back
-as themselves (``planning.literal``), numbers and string literals (``escape.python_string``), or
-comments (``escape.python_comment``); every part is checked again here as it is written, so no
-session, however made, can write code that its plan then runs beyond importing and reading the
-names it gives.
+This module owns the plan's syntax tree and its layout: a docstring, fixed helpers, one block
+per function (a generator of ``(function, label, lower)``), ``BLOCKS``, what could not be
+replayed (comments) and ``warm_up``. It must never make code out of text: what a session gives
+becomes an ``ast.Constant``, a name checked by ``dotted`` or a comment through ``python_comment``;
+``ast.unparse`` writes every node, and the source is parsed back and compared with the tree.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.warmup.plan import (
     Plan,
     Planned,
+    Unwritable,
     checked_value,
     dotted,
     literal,
@@ -31,82 +28,155 @@ from recompile_cli.analysis.warmup.plan import (
     unplayable_by_reason,
 )
 from recompile_cli.analysis.warmup.plan import check_placement as _check_placement
-from recompile_cli.render.escape import python_comment, python_string, terminal
+from recompile_cli.render.escape import python_comment, terminal
 from recompile_cli.session.codec import indented
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Leaf
-from recompile_cli.session.warmup import Argument, Node, NodeKind, Placement, Value, ValueKind
+from recompile_cli.session.warmup import Node, NodeKind, Placement, Value, ValueKind
 
 WIDTH = 96  # a call or container longer than this is written one item per line
+UNBROKEN = "_array"  # a leaf stays on one line, its sharding included
+_LOAD = ast.Load()
+_LITERAL_TYPES = {str, bytes, bool, int, float, complex, type(None)}  # repr is a literal
+_NO_ARGUMENTS = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+_Leaves = Iterator[tuple[tuple[str, Leaf], Placement | None]]
+
+
+class _Note(ast.stmt):
+    """A comment line: written as ``#`` and its text through ``python_comment``, never code."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 def render_plan(plan: Plan, source: str, folder: str | None = None,
                 name: str = "warmup_plan.py") -> str:
     """The plan's source; ``source`` names the session it was made from, ``folder`` is where
     the plan is written as ``name`` (the files it may load are written relative to it)."""
-    files: dict[str, str] = {}
-    for planned in plan.planned:
-        for module, path in planned.files.items():
-            files.setdefault(dotted(module), _relative(path, folder))
+    files = {dotted(module): _relative(path, folder)  # the first planned that names one
+             for planned in reversed(plan.planned) for module, path in planned.files.items()}
     blocks = list(_blocks(plan))
-    lines = [*_header(plan, source, name), "", *_HELPERS.splitlines(), ""]
-    pairs = ", ".join(f"{python_string(k)}: {python_string(v)}" for k, v in sorted(files.items()))
-    lines.append("# The files of the modules below that may have to be loaded by path.")
-    lines.append(f"_FILES = {{{pairs}}}")
-    lines += ["", ""]
-    for block in blocks:
-        lines += [*block.lines, "", ""]
-    lines.append("# Every block, in the order the run first compiled them.")
-    lines.append(f"BLOCKS = [{', '.join(block.name for block in blocks)}]")
-    lines += ["", *_unplayable(plan), "", *_WARM_UP.splitlines()]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    sections: list[list[ast.stmt]] = [
+        [ast.Expr(_docstring(plan, source, name))],
+        [_Note("The files of the modules below that may have to be loaded by path."),
+         _assign("_FILES", _constant(dict(sorted(files.items()))))],
+        *([note, block] for note, block in blocks),
+        [_Note("Every block, in the order the run first compiled them."),
+         _assign("BLOCKS", ast.List([_name(block.name) for _, block in blocks], _LOAD))],
+        _unplayable(plan)]
+    written = [_section(statements) for statements in sections]
+    return "\n\n\n".join([written[0], _fixed(_HELPERS), *written[1:], _fixed(_WARM_UP)]) + "\n"
+
+
+def _section(statements: list[ast.stmt]) -> str:
+    """Statements as source; raises unless every name in them is an identifier, every constant
+    of a literal's type, and the source parses back to what ``ast.unparse`` writes of them,
+    notes left out (so no session's text, no layout and no comment makes code)."""
+    module = ast.fix_missing_locations(ast.Module(statements, []))
+    text = "\n".join(line for statement in statements for line in _written(statement, ""))
+    for node in ast.walk(module):  # written: the notes go
+        if isinstance(node, ast.Module | ast.FunctionDef):
+            node.body = [statement for statement in node.body if not isinstance(statement, _Note)]
+        if isinstance(node, ast.Constant) and type(node.value) not in _LITERAL_TYPES:
+            raise Unwritable(f"a constant of type {type(node.value).__name__}")
+        for field in ("id", "attr", "arg", "name"):  # Name, Attribute, keyword, FunctionDef
+            word = getattr(node, field, None)
+            if isinstance(word, str) and not dotted(word).isidentifier():
+                raise Unwritable(f"{word!r} is not a name")
+    if ast.dump(ast.parse(text)) != ast.dump(ast.parse(ast.unparse(module))):
+        raise AssertionError("a plan's source that differs from its syntax tree")
+    return text
+
+
+@functools.cache
+def _fixed(source: str) -> str:
+    """Fixed source (nothing of a session's) as ``ast.unparse`` writes it: its top-level
+    statements two blank lines apart, but imports together."""
+    text, imports = "", False
+    for statement in ast.parse(source).body:
+        follows = imports and isinstance(statement, ast.Import | ast.ImportFrom)
+        text += ("\n" if follows else "\n\n\n" if text else "") + ast.unparse(statement)
+        imports = isinstance(statement, ast.Import | ast.ImportFrom)
+    return text
+
+
+def _written(stmt: ast.stmt, indent: str) -> list[str]:
+    """``stmt`` as ``ast.unparse`` writes it, but a note as a comment, a def that holds notes
+    statement by statement, and a yield of a tuple without its parentheses, the last item
+    laid out by ``_laid``."""
+    if isinstance(stmt, _Note):
+        return [indent + "# " + python_comment(stmt.text)]
+    if isinstance(stmt, ast.FunctionDef) and any(isinstance(s, _Note) for s in stmt.body):
+        header = ast.FunctionDef(stmt.name, stmt.args, [ast.Pass()], [], lineno=0)
+        return [indent + ast.unparse(header).split("\n")[0],
+                *(line for s in stmt.body for line in _written(s, indent + "    "))]
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    if isinstance(value, ast.Yield) and isinstance(value.value, ast.Tuple):
+        *first, last = value.value.elts
+        laid = _laid(last, len(indent))
+        return [indent + "yield " + "".join(ast.unparse(e) + ", " for e in first) + laid[0],
+                *(indent + line for line in laid[1:])]
+    return [indent + line for line in ast.unparse(ast.Module([stmt], [])).split("\n")]
+
+
+def _laid(node: ast.expr, indent: int) -> list[str]:
+    """``node`` as ``ast.unparse`` writes it when it fits in ``WIDTH`` at ``indent``, else a
+    call or container one item per line, each laid out likewise (a lambda: its body)."""
+    if isinstance(node, ast.Lambda):
+        body = _laid(node.body, indent)
+        return ["lambda: " + body[0], *body[1:]]
+    flat = ast.unparse(node)
+    head, items, tail = _items(node)
+    if indent + len(flat) <= WIDTH or not items:
+        return [flat]
+    lines = [head]
+    for prefix, item in items:
+        inner = _laid(item, indent + 4)
+        lines += ["    " + prefix + inner[0], *("    " + line for line in inner[1:])]
+        lines[-1] += ","
+    return [*lines, tail]
+
+
+def _items(node: ast.expr) -> tuple[str, list[tuple[str, ast.expr]], str]:
+    """A call or container as its opening, its items (each after its keyword or key), its end;
+    no items for anything else, or a call of ``UNBROKEN``."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) != UNBROKEN:
+        keywords = [(str(k.arg) + "=", k.value) for k in node.keywords]
+        return ast.unparse(node.func) + "(", [("", a) for a in node.args] + keywords, ")"
+    if isinstance(node, ast.Dict):
+        pairs = zip(node.keys, node.values, strict=True)
+        return "{", [(ast.unparse(k) + ": ", v) for k, v in pairs if k is not None], "}"
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        ends = "()" if isinstance(node, ast.Tuple) else "[]" if isinstance(node, ast.List) else "{}"
+        return ends[0], [("", e) for e in node.elts], ends[1]
+    return "", [], ""
 
 
 def _relative(path: str, folder: str | None) -> str:
-    if folder is None:
-        return path
     try:
-        return os.path.relpath(path, folder)
+        return path if folder is None else os.path.relpath(path, folder)
     except ValueError:  # another drive (Windows)
         return path
 
 
-def _header(plan: Plan, source: str, name: str) -> list[str]:
-    count = len(plan.planned)
-    functions = len(plan.functions())
-    return [
-        '"""Warm-up plan written by recompile-cli: compile every signature ahead of time.',
-        "",
-        "warm_up(parallel=None) calls jitted.lower(...).compile() for each signature below; a",
-        "later call with the same signature then traces, lowers and compiles nothing.",
-        "warm_up(parallel=N) compiles N signatures at a time in threads. Edit freely: each",
-        "function is one block, each signature one yield.",
-        "",
-        f"    python {_shown_name(name)} [N]  # warm up (in N threads)",
-        f"    recompile-cli run --after-warmup {_shown_name(name)} SCRIPT  # prove it covers it",
-        '"""',
-        f"# made from {python_comment(source)}",
-        f"# run: {python_comment(relative(plan.target) or plan.target)}"
-        f" (jax {python_comment(plan.jax_version)}, {python_comment(plan.backend)})",
-        f"# {count} signature{'s' if count != 1 else ''} of {functions} "
-        f"function{'s' if functions != 1 else ''}; {len(plan.unplayable)} not replayable "
-        "(listed at the end)",
-    ]
+def _docstring(plan: Plan, source: str, name: str) -> ast.Constant:
+    return ast.Constant(
+        "Warm-up plan written by recompile-cli: compile every signature ahead of time.\n\n"
+        "warm_up(parallel=None) calls jitted.lower(...).compile() for each signature below; a\n"
+        "later call with the same signature then traces, lowers and compiles nothing.\n"
+        "warm_up(parallel=N) compiles N signatures at a time in threads. Edit freely: each\n"
+        "function is one block, each signature one yield.\n\n"
+        f"    python {name} [N]  # warm up (in N threads)\n"
+        f"    recompile-cli run --after-warmup {name} SCRIPT  # prove it covers it\n\n"
+        f"Made from {source}; run: {relative(plan.target) or plan.target} (jax "
+        f"{plan.jax_version}, {plan.backend}).\n{counted(len(plan.planned), 'signature')} of "
+        f"{counted(len(plan.functions()), 'function')}; {len(plan.unplayable)} not replayable "
+        "(listed at the end).\n")
 
 
-def _shown_name(name: str) -> str:
-    """The plan's file name in its docstring: only a plain file name is shown as it is."""
-    plain = name.replace("_", "").replace("-", "").replace(".", "")
-    return name if plain.isalnum() and plain.isascii() else "PLAN.py"
-
-
-@dataclass
-class _Block:
-    name: str
-    lines: list[str] = field(default_factory=list)
-
-
-def _blocks(plan: Plan) -> Iterator[_Block]:
+def _blocks(plan: Plan) -> Iterator[tuple[_Note, ast.FunctionDef]]:
+    """Each function's block: a note, then ``def _name():`` yielding its signatures."""
     names: set[str] = set()
     for members in plan.functions().values():
         first = members[0]
@@ -114,183 +184,136 @@ def _blocks(plan: Plan) -> Iterator[_Block]:
         while name in names or name in _RESERVED:
             name += "_"
         names.add(name)
-        block = _Block(name)
-        count = len(members)
-        block.lines.append(f"# -- {python_comment(first.function)} "
-                           f"({python_comment(relative(first.key.partition('@')[2]) or '?')}): "
-                           f"{count} signature{'s' if count != 1 else ''} --")
-        block.lines.append(f"def {name}():")
-        module, qualname = dotted(first.module), dotted(first.qualname)
-        block.lines.append(f"    f = _jitted({python_string(module)}, {python_string(qualname)})")
-        for planned in members:
-            block.lines += _signature(planned)
-        yield block
+        defined = relative(first.key.partition("@")[2]) or "?"
+        jitted = _call("_jitted", ast.Constant(dotted(first.module)),
+                       ast.Constant(dotted(first.qualname)))
+        body = [_assign("f", jitted), *(s for planned in members for s in _signature(planned))]
+        yield (_Note(f"-- {first.function} ({defined}): {counted(len(members), 'signature')} --"),
+               ast.FunctionDef(name, _NO_ARGUMENTS, body, []))
 
 
-def _signature(planned: Planned) -> list[str]:
-    site = relative(planned.call_site) or "an unknown call site"
-    lines = [f"    # first compiled at {python_comment(site)}, "
-             f"{planned.compile_seconds:.3f} s"]
+def _signature(planned: Planned) -> list[ast.stmt]:
+    notes = [_Note(f"first compiled at {relative(planned.call_site) or 'an unknown call site'}"
+                   f", {planned.compile_seconds:.3f} s")]
     if planned.context:
-        settings = ", ".join(f"{k}={v}" for k, v in sorted(planned.context.items()))
-        lines.append(f"    # traced with {python_comment(settings)}: run the plan with the same "
-                     "settings")
+        settings = sorted(planned.context.items())
+        notes.append(_Note(f"traced with {', '.join(f'{k}={v}' for k, v in settings)}: "
+                           "run the plan with the same settings"))
     leaves = iter(zip(planned.leaves, planned.placements, strict=True))
-    items: list[tuple[str, _Expr | str]] = []
-    for argument in planned.arguments:
-        prefix = f"{dotted(argument.name)}=" if argument.keyword else ""
-        items.append((prefix, _argument(argument, leaves)))
+    arguments = [(a, _value(a.static) if a.static is not None else _tree(iter(a.tree), leaves))
+                 for a in planned.arguments]
     if next(leaves, None) is not None:
         raise ValueError("more leaves than the arguments' pytrees hold")
-    call = _Expr("f.lower(", items, ")").lines(4)
-    lines.append(f"    label = {python_string(planned.label)}")
-    lines.append(f"    yield {python_string(planned.function)}, label, lambda: {call[0]}")
-    lines += [f"    {line}" for line in call[1:]]
-    return lines
+    lower = _call("f.lower", *(node for a, node in arguments if not a.keyword),
+                  keywords=[(a.name, node) for a, node in arguments if a.keyword])
+    triple = [ast.Constant(planned.function), _name("label"), ast.Lambda(_NO_ARGUMENTS, lower)]
+    return [*notes, _assign("label", ast.Constant(planned.label)),
+            ast.Expr(ast.Yield(ast.Tuple(triple, _LOAD)))]
 
 
-@dataclass
-class _Expr:
-    """An expression written flat when it fits, else one item per line."""
-
-    head: str
-    items: list[tuple[str, _Expr | str]]
-    tail: str
-
-    def flat(self) -> str:
-        parts = [prefix + (item if isinstance(item, str) else item.flat())
-                 for prefix, item in self.items]
-        single = "," if self.head == "(" and len(parts) == 1 else ""
-        return self.head + ", ".join(parts) + single + self.tail
-
-    def lines(self, indent: int) -> list[str]:
-        flat = self.flat()
-        if indent + len(flat) <= WIDTH or not self.items:
-            return [flat]
-        out = [self.head]
-        for prefix, item in self.items:
-            if isinstance(item, str):
-                out.append(f"    {prefix}{item},")
-                continue
-            inner = item.lines(indent + 4)
-            out.append(f"    {prefix}{inner[0]}")
-            out += [f"    {line}" for line in inner[1:]]
-            out[-1] += ","
-        out.append(self.tail)
-        return out
-
-
-def _argument(argument: Argument,
-              leaves: Iterator[tuple[tuple[str, Leaf], Placement | None]]) -> _Expr | str:
-    if argument.static is not None:
-        return _value(argument.static)
-    nodes = iter(argument.tree)
-    return _tree(nodes, leaves)
-
-
-def _tree(nodes: Iterator[Node], leaves: Iterator[tuple[tuple[str, Leaf], Placement | None]]
-          ) -> _Expr | str:
+def _tree(nodes: Iterator[Node], leaves: _Leaves) -> ast.expr:
+    """The next pytree of ``nodes`` (pre-order), its leaves taken from ``leaves``."""
     node = next(nodes)
     kind = node.kind
     if kind == NodeKind.LEAF:
         (_, leaf), placement = next(leaves)
-        return _leaf(leaf, placement)
+        return _call(UNBROKEN, _constant(tuple(leaf.shape)), ast.Constant(leaf.dtype), keywords=[
+            ("weak_type", ast.Constant(True) if leaf.weak_type else None),
+            ("sharding", None if placement is None else _placement(placement))])
     if kind == NodeKind.NONE:
-        return "None"
+        return ast.Constant(None)
     children = [_tree(nodes, leaves) for _ in range(node.arity)]
-    if kind == NodeKind.TUPLE:
-        return _Expr("(", [("", c) for c in children], ")")
-    if kind == NodeKind.LIST:
-        return _Expr("[", [("", c) for c in children], "]")
-    if kind == NodeKind.DICT:
-        keys = [_flat(_value(key)) for key in node.keys]
-        return _Expr("{", [(f"{key}: ", c) for key, c in zip(keys, children, strict=True)], "}")
-    cls = _ref(node.type or "")
+    if kind in (NodeKind.TUPLE, NodeKind.LIST):
+        return (ast.Tuple if kind == NodeKind.TUPLE else ast.List)(children, _LOAD)
+    if kind == NodeKind.DICT and len(node.keys) == len(children):
+        return ast.Dict([_value(key) for key in node.keys], children)
     if kind == NodeKind.NAMEDTUPLE:
-        return _Expr("_namedtuple(", [("", cls), *(("", c) for c in children)], ")")
+        return _call("_namedtuple", _ref(node.type or ""), *children)
     if kind == NodeKind.CUSTOM:
-        aux = "None" if node.aux is None else _value(node.aux)
-        return _Expr("_node(", [("", cls), ("", aux), *(("", c) for c in children)], ")")
+        aux = ast.Constant(None) if node.aux is None else _value(node.aux)
+        return _call("_node", _ref(node.type or ""), aux, *children)
     raise ValueError(f"a pytree node of kind {kind!r}")
 
 
-def _leaf(leaf: Leaf, placement: Placement | None) -> str:
-    parts = [_ints(leaf.shape), python_string(leaf.dtype)]
-    if leaf.weak_type:
-        parts.append("weak_type=True")
-    if placement is not None:
-        parts.append(f"sharding={_placement(placement)}")
-    return f"_array({', '.join(parts)})"
+def _placement(p: Placement) -> ast.expr:
+    _check_placement(p)
+    memory = [("memory_kind", None if p.memory_kind is None else ast.Constant(p.memory_kind))]
+    if p.kind == "device":
+        return _call("_device", ast.Constant(p.platform), ast.Constant(p.devices[0]),
+                     keywords=memory)
+    mesh = _call("_mesh", ast.Constant(p.platform), *(_constant(tuple(part)) for part in (
+        p.devices, p.mesh_shape, p.axis_names, p.axis_types)))
+    return _call("_named", mesh, _constant(literal(p.spec)), keywords=memory)
 
 
-def _placement(placement: Placement) -> str:
-    _check_placement(placement)
-    memory = "" if placement.memory_kind is None else \
-        f", memory_kind={python_string(placement.memory_kind)}"
-    platform = python_string(placement.platform)
-    if placement.kind == "device":
-        return f"_device({platform}, {int(placement.devices[0])}{memory})"
-    ids = _ints(placement.devices)
-    shape = _ints(placement.mesh_shape)
-    names = _tuple([python_string(n) for n in placement.axis_names])
-    types = _tuple([python_string(t) for t in placement.axis_types])
-    spec = repr(literal(placement.spec))
-    return f"_named(_mesh({platform}, {ids}, {shape}, {names}, {types}), {spec}{memory})"
-
-
-def _ints(values: tuple[int, ...]) -> str:
-    return _tuple([str(int(v)) for v in values])
-
-
-def _tuple(items: list[str]) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
-def _ref(text: str) -> str:
-    module, qualname = reference(text)
-    return f"_ref({python_string(module)}, {python_string(qualname)})"
-
-
-def _value(value: Value) -> _Expr | str:
+def _value(value: Value) -> ast.expr:
     checked_value(value)
     kind = value.kind
     if kind == ValueKind.LITERAL:
-        return repr(literal(value.text))
+        return _constant(literal(value.text))
     if kind == ValueKind.REF:
         return _ref(value.text)
     if kind == ValueKind.DTYPE:
-        return f"jax.numpy.dtype({python_string(value.text)})"
+        return _call("jax.numpy.dtype", ast.Constant(value.text))
     items = [_value(item) for item in value.items]
-    if kind == ValueKind.TUPLE:
-        return _Expr("(", [("", item) for item in items], ")")
-    if kind == ValueKind.LIST:
-        return _Expr("[", [("", item) for item in items], "]")
+    if kind in (ValueKind.TUPLE, ValueKind.LIST):
+        return (ast.Tuple if kind == ValueKind.TUPLE else ast.List)(items, _LOAD)
     if kind == ValueKind.DICT:
-        pairs = [(f"{_flat(items[i])}: ", items[i + 1]) for i in range(0, len(items), 2)]
-        return _Expr("{", pairs, "}")
+        return ast.Dict(list(items[::2]), items[1::2])
     if kind == ValueKind.NAMEDTUPLE:
-        return _Expr("_namedtuple(", [("", _ref(value.text)), *(("", i) for i in items)], ")")
-    fields = [(f"{dotted(name)}=", item) for name, item in zip(value.names, items, strict=True)]
-    return _Expr("_dataclass(", [("", _ref(value.text)), *fields], ")")
+        return _call("_namedtuple", _ref(value.text), *items)
+    return _call("_dataclass", _ref(value.text),
+                 keywords=list(zip(value.names, items, strict=True)))
 
 
-def _flat(item: _Expr | str) -> str:
-    return item if isinstance(item, str) else item.flat()
+def _constant(value: Any) -> ast.expr:
+    """A literal's value (``literal``) as ``ast.Constant`` nodes and containers of them."""
+    if isinstance(value, dict):
+        return ast.Dict([_constant(k) for k in value], [_constant(v) for v in value.values()])
+    if not isinstance(value, tuple | list | set):
+        return ast.Constant(value)  # ``_section`` checks that its type is a literal's
+    elements = [_constant(item) for item in value]
+    if isinstance(value, set):
+        return ast.Set(elements) if value else _call("set")
+    return ast.Tuple(elements, _LOAD) if isinstance(value, tuple) else ast.List(elements, _LOAD)
 
 
-def _unplayable(plan: Plan) -> list[str]:
+def _ref(text: str) -> ast.Call:
+    module, qualname = reference(text)
+    return _call("_ref", ast.Constant(module), ast.Constant(qualname))
+
+
+def _call(function: str, *args: ast.expr,
+          keywords: Sequence[tuple[str, ast.expr | None]] = ()) -> ast.Call:
+    """A call of the dotted name ``function``; keywords whose value is None are left out."""
+    return ast.Call(_name(function), list(args),
+                    [ast.keyword(k, v) for k, v in keywords if v is not None])
+
+
+def _name(text: str) -> ast.expr:
+    """A dotted name as Name and Attribute nodes, each part checked to be an identifier."""
+    first, *rest = dotted(text).split(".")
+    node: ast.expr = ast.Name(first, _LOAD)
+    for part in rest:
+        node = ast.Attribute(node, part, _LOAD)
+    return node
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([ast.Name(name, ast.Store())], value)
+
+
+def _unplayable(plan: Plan) -> list[ast.stmt]:
     if not plan.unplayable:
-        return ["# Not replayable: nothing; every compile of the run is planned."]
-    lines = ["# Not replayable (listed, not warmed up; a compile of one after the warm-up is",
-             "# reported with its cause):"]
+        return [_Note("Not replayable: nothing; every compile of the run is planned.")]
+    notes: list[ast.stmt] = [
+        _Note("Not replayable (listed, not warmed up; a compile of one after the warm-up is"),
+        _Note("reported with its cause):")]
     for reason, items in unplayable_by_reason(plan).items():
-        lines.append(f"# - {python_comment(reason)}:")
-        for item in items:
-            site = relative(item.call_site) or "an unknown call site"
-            compiles = counted(item.compiles, "compile")
-            lines.append(f"#     {python_comment(item.function)}: {compiles}, first at "
-                         f"{python_comment(site)}")
-    return lines
+        notes += [_Note(f"- {reason}:"), *(_Note(
+            f"    {item.function}: {counted(item.compiles, 'compile')}, first at "
+            f"{relative(item.call_site) or 'an unknown call site'}") for item in items)]
+    return notes
 
 
 _RESERVED = {"_module", "_ref", "_jitted", "_array", "_key_dtype", "_devices", "_device",
@@ -308,10 +331,8 @@ import jax
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-
 class _Skip(Exception):
     """A signature this machine cannot compile (its devices are missing)."""
-
 
 def _same_file(a, b):
     if not a or os.path.basename(a) != os.path.basename(b):
@@ -321,9 +342,7 @@ def _same_file(a, b):
     except OSError:
         return False
 
-
 _loaded = {}
-
 
 def _module(name):
     """The module ``name``. One that _FILES names is the module loaded from that file, under
@@ -358,20 +377,17 @@ def _module(name):
         _loaded[name] = module
     return _loaded[name]
 
-
 def _ref(module, qualname):
     obj = _module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
 
-
 def _jitted(module, qualname):
     f = _ref(module, qualname)
     if not hasattr(f, "lower"):
         raise TypeError(f"{module}:{qualname} is not a jitted function (it has no .lower)")
     return f
-
 
 def _key_dtype(name):
     for impl in ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32",
@@ -384,12 +400,10 @@ def _key_dtype(name):
             return dtype
     raise _Skip(f"no PRNG implementation here has the key dtype {name}")
 
-
 def _array(shape, dtype, weak_type=False, sharding=None):
     if dtype.startswith("key<"):
         dtype = _key_dtype(dtype)
     return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak_type, sharding=sharding)
-
 
 def _devices(platform, ids):
     try:
@@ -401,11 +415,9 @@ def _devices(platform, ids):
         raise _Skip(f"needs {platform} devices {list(ids)}; this machine has {len(here)}")
     return [here[i] for i in ids]
 
-
 def _device(platform, id, memory_kind=None):
-    return jax.sharding.SingleDeviceSharding(_devices(platform, [id])[0],
-                                             memory_kind=memory_kind)
-
+    device = _devices(platform, [id])[0]
+    return jax.sharding.SingleDeviceSharding(device, memory_kind=memory_kind)
 
 def _mesh(platform, ids, shape, names, types):
     import numpy as np
@@ -416,26 +428,22 @@ def _mesh(platform, ids, shape, names, types):
     kinds = tuple(getattr(jax.sharding.AxisType, t) for t in types)
     return jax.sharding.Mesh(devices, names, axis_types=kinds)
 
-
 def _named(mesh, spec, memory_kind=None):
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec),
-                                      memory_kind=memory_kind)
-
+    spec = jax.sharding.PartitionSpec(*spec)
+    return jax.sharding.NamedSharding(mesh, spec, memory_kind=memory_kind)
 
 def _node(kind, aux, *children):
     """A registered pytree node of type ``kind`` with static data ``aux``, made as JAX's own
     unflattening makes it."""
     tu = jax.tree_util
-    treedef = tu.PyTreeDef.from_node_data_and_children(
-        tu.default_registry, (kind, aux), [tu.tree_structure(c) for c in children])
+    kids = [tu.tree_structure(c) for c in children]
+    treedef = tu.PyTreeDef.from_node_data_and_children(tu.default_registry, (kind, aux), kids)
     return tu.tree_unflatten(treedef, [leaf for c in children for leaf in tu.tree_leaves(c)])
-
 
 def _namedtuple(kind, *fields):
     if not (isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")):
         raise TypeError(f"{kind!r} is not a NamedTuple")
     return kind(*fields)
-
 
 def _dataclass(kind, **fields):
     if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
@@ -470,17 +478,16 @@ _WARM_UP = '''def warm_up(parallel=None):
     done = {"compiled": [], "skipped": [], "failed": []}
     for status, detail in results:
         done[status].append(detail)
-    if done["failed"]:
-        raise RuntimeError("the warm-up could not compile " + "; ".join(
-            f"{function}({label}): {error}" for function, label, error in done["failed"]))
+    failed = [f"{function}({label}): {error}" for function, label, error in done["failed"]]
+    if failed:
+        raise RuntimeError("the warm-up could not compile " + "; ".join(failed))
     return {"compiled": done["compiled"], "skipped": done["skipped"]}
-
 
 if __name__ == "__main__":
     found = warm_up(int(sys.argv[1]) if len(sys.argv) > 1 else None)
-    print(f"warm-up: {len(found['compiled'])} signatures compiled, "
-          f"{len(found['skipped'])} skipped")
-    for function, label, reason in found["skipped"]:
+    compiled, skipped = found["compiled"], found["skipped"]
+    print(f"warm-up: {len(compiled)} signatures compiled, {len(skipped)} skipped")
+    for function, label, reason in skipped:
         print(f"  skipped {function}({label}): {reason}")'''
 
 

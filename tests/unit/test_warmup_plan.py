@@ -1,9 +1,14 @@
-"""Warm-up plans from hand-made sessions (no JAX): what is planned, what is not and why, and
-that no session, however hostile, makes a plan run code it did not name."""
+"""Warm-up plans from hand-made sessions (no JAX): what is planned, what is not and why, that
+no session, however hostile, makes a plan run code it did not name, and that the plan's code
+comes from syntax trees, never from formatted text."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
+import io
+import tokenize
 
 import msgspec
 import pytest
@@ -14,6 +19,7 @@ from msgspec.structs import replace
 
 from recompile_cli.analysis.warmup import plan as planning
 from recompile_cli.analysis.warmup.plan import Unwritable, plan
+from recompile_cli.render import warmup_plan
 from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
 from recompile_cli.session.warmup import (
     Argument,
@@ -50,7 +56,25 @@ with_ = msgspec.structs.replace  # the replay's types are msgspec structs
 
 def rendered(*events) -> tuple[planning.Plan, str]:
     found = plan(session(list(events)))
-    return found, render_plan(found, "run.json", "/work")
+    return found, round_trips(render_plan(found, "run.json", "/work"))
+
+
+# The plan's fixed parts (helpers, ``warm_up``), as every plan holds them.
+FIXED = (warmup_plan._fixed(warmup_plan._HELPERS), warmup_plan._fixed(warmup_plan._WARM_UP))
+
+
+def round_trips(text: str, whole: bool = True) -> str:
+    """``text`` parses, and what ``ast.unparse`` writes of it parses back to the same tree; its
+    comments are whole lines (no code shares a line with one). Not ``whole``: the part made
+    from the session only (quicker, for many plans)."""
+    assert all(part in text for part in FIXED)
+    code = text if whole else text.replace(FIXED[0], "").replace(FIXED[1], "")
+    tree = ast.parse(code)
+    assert ast.dump(ast.parse(ast.unparse(tree))) == ast.dump(tree)
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.COMMENT:
+            assert not token.line[:token.start[1]].strip(), token.line
+    return text
 
 
 def test_a_plan_holds_each_distinct_signature_once():
@@ -212,10 +236,80 @@ def test_no_session_makes_a_plan_run_code_it_did_not_name(function, ref, name, k
                     replay=Replay("model:step", (Argument("x", tree=(LEAF,)),)))
     found = plan(session([hostile, step_event(good_replay(), seq=1), named]))
     assert found.planned  # at least the two good ones
-    text = render_plan(found, function, file)
+    text = round_trips(render_plan(found, function, file, name=path), whole=False)
     compile(text, "plan.py", "exec")  # parses: nothing breaks out of a string or comment
     assert_inert(text)
     assert len(found.planned) + sum(u.compiles for u in found.unplayable) == 3
+
+
+# The writer: what turns the tree into text. Terminal summaries: text for people, not code.
+WRITER = {"render_plan", "_section", "_written", "_laid", "_items", "_fixed"}
+NOT_CODE = {"summary_text", "summary_json", "_relative"}
+
+
+def test_the_writer_builds_nodes_and_formats_no_code():
+    """Text is formatted (f-string, ``str.format``, ``%``) only into a comment (``_Note``), a
+    constant (``ast.Constant``: the docstring) or an exception's message; every function but
+    the writer's returns syntax tree nodes, and only the writer calls ``ast.unparse``."""
+    module = ast.parse(inspect.getsource(warmup_plan))
+    functions = {node.name: node for node in module.body if isinstance(node, ast.FunctionDef)}
+    assert functions.keys() >= WRITER | NOT_CODE
+    allowed: set[int] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and ast.unparse(
+                node.func) in ("_Note", "ast.Constant")):
+            allowed |= {id(inner) for inner in ast.walk(node)}
+    for name, function in functions.items():
+        for node in ast.walk(function):
+            formatted = isinstance(node, ast.JoinedStr) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "format") or (
+                isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+                and isinstance(node.left, ast.Constant | ast.JoinedStr))
+            if formatted and name not in NOT_CODE:
+                assert id(node) in allowed, f"{name}, line {node.lineno}: {ast.unparse(node)}"
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "ast.unparse":
+                assert name in WRITER, f"{name} writes text of a tree"
+        if name not in WRITER | NOT_CODE:
+            returns = ast.unparse(function.returns or ast.Constant(None))
+            assert "ast." in returns or "_Note" in returns, f"{name} returns {returns}"
+
+
+def test_the_source_is_checked_against_its_tree(monkeypatch):
+    """A layout that lost an item, or a comment that held a line break, would be code the tree
+    does not hold: the plan is not written."""
+    events = [step_event(good_replay(), 0)]
+    items = warmup_plan._items
+    monkeypatch.setattr(warmup_plan, "_items", lambda node: (
+        (lambda head, found, tail: (head, found[:-1], tail))(*items(node))))
+    with pytest.raises(AssertionError, match="differs from its syntax tree"):
+        rendered(*events)
+    monkeypatch.undo()
+    monkeypatch.setattr(warmup_plan, "python_comment", lambda text: text + "\nimport os")
+    with pytest.raises(AssertionError, match="differs from its syntax tree"):
+        rendered(*events)
+
+
+class Sneaky(str):
+    """A string whose repr is code: ``ast.unparse`` writes a constant's repr."""
+
+    def __repr__(self) -> str:
+        return "__import__('os').system('id')"
+
+
+def test_a_plan_made_by_hand_is_checked_as_its_tree_is_written():
+    """What ``plan`` checks is checked again on the tree: a name that is not an identifier, a
+    constant whose type is not a literal's, are not written."""
+    found, _ = rendered(step_event(good_replay(), 0))
+    (planned,) = found.planned
+    keyword = Argument("x=__import__('os').system('id'), y", keyword=True,
+                       static=Value(ValueKind.LITERAL, "1"))
+    for bad, why in [(dataclasses.replace(planned, function=Sneaky("step")), "of type Sneaky"),
+                     (dataclasses.replace(planned, label=Sneaky("x")), "of type Sneaky"),
+                     (dataclasses.replace(planned, arguments=(*planned.arguments[:2], keyword)),
+                      "is not a dotted name")]:
+        with pytest.raises(Unwritable, match=why):
+            render_plan(dataclasses.replace(found, planned=(bad,)), "run.json")
 
 
 def test_the_after_warmup_gate_needs_a_warmup_and_names_each_miss():
