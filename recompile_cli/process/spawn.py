@@ -202,6 +202,9 @@ class Started:
         if self.job is not None:
             self.job.close()
             self.job = None
+        for pipe in (self.stdout, self.stderr):  # closed already once the stream is read
+            if pipe is not None:
+                pipe.close()
         for name in ("log", "control"):
             fd = getattr(self, name)
             if fd >= 0:

@@ -120,9 +120,25 @@ def test_the_guard_walks_no_compile_cost_and_takes_no_key_apart(monkeypatch):
     assert calls[0] == "keys" and "cost" in calls
 
 
+@pytest.fixture
+def embedded_constants():
+    """Captured constants embedded in the program, as JAX embeds them up to 0.12.0: JAX 0.12.1
+    passes them as arguments by default (``jax_use_simplified_jaxpr_constants``), and a
+    program then holds no large constant to elide."""
+    if "jax_use_simplified_jaxpr_constants" not in getattr(jax.config, "values", {}):
+        yield
+        return
+    before = jax.config.values["jax_use_simplified_jaxpr_constants"]
+    jax.config.update("jax_use_simplified_jaxpr_constants", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_use_simplified_jaxpr_constants", before)
+
+
 @requires_private_hooks
 @pytest.mark.parametrize("size", [1 << 12, 1 << 18])
-def test_the_key_hook_prints_large_constants_elided_and_hashes_them(size):
+def test_the_key_hook_prints_large_constants_elided_and_hashes_them(size, embedded_constants):
     table = np.linspace(0.0, 1.0, size, dtype=np.float32)
     other = table[::-1].copy()
 
