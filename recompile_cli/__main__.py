@@ -1,7 +1,7 @@
 """``python -m recompile_cli`` and the ``recompile-cli`` console script.
 
 A command that runs a target starts its measured process first (``process.prestart``, which
-imports next to nothing), so that it imports JAX while this process starts. Ctrl-C and SIGTERM
+imports next to nothing), so that it starts while this process does. Ctrl-C and SIGTERM
 are deferred (``exits.defer_signals``) before the application and its libraries are imported,
 so that no signal interrupts an import (C extensions turn that into an ``ImportError``
 traceback); until ``exits`` itself is imported, a signal is only noted here and handed over.
@@ -30,7 +30,7 @@ def main() -> None:
         signal.signal(sig, _note)
     from recompile_cli.process import prestart
 
-    prestart.start(sys.argv[1:])  # a run's measured process imports JAX while the options parse
+    prestart.start(sys.argv[1:])  # a run's measured process starts while the options parse
     from recompile_cli import exits
 
     exits.defer_signals(_early)

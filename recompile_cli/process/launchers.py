@@ -44,7 +44,7 @@ class Subprocess:
     """A process of its own for each job: the one waiting already (``prestart``) when it
     serves the job, else a new one. With ``spare_env``, a process started with that
     environment waits for the next job as each job starts, so that the next run does not wait
-    for Python and JAX to start (a test session's runs)."""
+    for Python to start and import the recorder (a test session's runs)."""
 
     def __init__(self, spare_env: Mapping[str, str] | None = None) -> None:
         self.spare_env = dict(spare_env) if spare_env is not None else None

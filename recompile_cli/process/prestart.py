@@ -1,13 +1,14 @@
 """The measured process, started before its job is known.
 
-A run's measured process spends its first second importing JAX, which needs nothing from the
-command line; the command's process spends its first tenth of a second importing typer and
-checking every option, which needs nothing from JAX. So for ``run``, ``profile`` and
-``forecast`` the console script starts the measured process first (``start``, before the
-application is imported): it imports JAX and the recorder and then waits, running nothing of
-the target, until the launcher gives it the job (``take``). A command that never gets that
-far (a bad option, ``--help``) ends the waiting child at exit (``discard``), and the target never
-runs: every option is still checked before it does.
+A run's measured process spends its first tenth of a second starting Python and importing the
+recorder, which needs nothing from the command line; the command's process spends as long
+importing typer and checking every option. So for ``run``, ``profile`` and ``forecast`` the
+console script starts the measured process first (``start``, before the application is
+imported): it imports the recorder and then waits, running nothing of the target, until the
+launcher gives it the job (``take``). It does not import JAX before the job: a script may set
+JAX's variables before its own ``import jax``, and must see them as under ``python``. A command
+that never gets that far (a bad option, ``--help``) ends the waiting child at exit
+(``discard``), and the target never runs: every option is still checked before it does.
 
 The job carries its folder, environment and standard streams (``spawn.Started.send``), so the
 waiting child serves any job whose start-up variables it was started with

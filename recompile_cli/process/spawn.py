@@ -4,7 +4,8 @@ the signal state it starts in, and how it is handed its job.
 ``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
 ``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting),
 the stop-request pipe (the supervisor writes one byte when it passes a signal on) and the job
-socket, and starts a child that imports JAX and the recorder and then waits for its job. Every
+socket, and starts a child that imports the recorder and then waits for its job (JAX only once
+the job is there: a script may set JAX's variables before it imports JAX, as under `python`). Every
 child starts so, whether its job is known yet or not (``process.prestart`` starts one before):
 ``Started.send`` hands it the job with the folder, environment and standard streams to run it
 in (the streams as file descriptors over the socket), and ``Started.discard`` ends a child that

@@ -131,7 +131,7 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
                 job, os.environ, cwd=cwd, stdout=out.target, stderr=err.target)
             signals.control = child.control
             process = signals.process = child.process
-            _prefetch()  # while the child imports JAX: nothing of it was needed before
+            _prefetch()  # while the child starts: nothing of it was needed before
             from recompile_cli.session.events_log import EventLog, LogReader
 
             copy = EventLog(events_log) if events_log is not None else None
@@ -269,7 +269,7 @@ class _Output:
 
 def _prefetch() -> None:
     """Import what reading the stream, the analysis and the report need, while the child
-    starts (it imports JAX first, which takes far longer): none of it is needed before the
+    starts (it then imports JAX, which takes far longer): none of it is needed before the
     target runs, so none of it delays the start."""
     import recompile_cli.analysis.report
     import recompile_cli.gate.evaluate

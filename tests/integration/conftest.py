@@ -49,9 +49,9 @@ class Cli:
 
 @pytest.fixture(scope="session")
 def warm_processes():
-    """Measured processes for the tests marked ``measured_process``: one waits, JAX imported,
-    for the next run, and another starts as each run takes it (``launchers.Subprocess``), so a
-    test does not wait for Python and JAX to start. A run whose start-up variables differ
+    """Measured processes for the tests marked ``measured_process``: one waits, Python started
+    and the recorder imported, for the next run, and another starts as each run takes it (``launchers.Subprocess``), so a
+    test does not wait for Python to start. A run whose start-up variables differ
     (``spawn.STARTUP``) gets a process started for it, as the CLI would."""
     launcher = launchers.Subprocess(spare_env=os.environ)
     yield launcher
