@@ -2,8 +2,9 @@
 in-process. A run's target is recorded in this process too (``process.launchers.InProcess``),
 through the same recording and stream reader as a measured process: tests of what a report
 says need no process. A test of process behaviour (exit codes of a dying target, signals, the
-supervisor, start-up) is marked ``measured_process``: its runs start a real measured process. Constants and report helpers are in ``helpers.py`` (``from helpers import ...``),
-what the installed JAX supports in ``jax_support.py``."""
+supervisor, start-up) is marked ``measured_process``: its runs start a real measured process.
+Constants and report helpers are in ``helpers.py`` (``from helpers import ...``), what the
+installed JAX supports in ``jax_support.py``."""
 
 from __future__ import annotations
 
@@ -50,9 +51,10 @@ class Cli:
 @pytest.fixture(scope="session")
 def warm_processes():
     """Measured processes for the tests marked ``measured_process``: one waits, Python started
-    and the recorder imported, for the next run, and another starts as each run takes it (``launchers.Subprocess``), so a
-    test does not wait for Python to start. A run whose start-up variables differ
-    (``spawn.STARTUP``) gets a process started for it, as the CLI would."""
+    and the recorder imported, for the next run, and another starts as each run takes it
+    (``launchers.Subprocess``), so that a test does not wait for Python to start. A run whose
+    start-up variables differ (``spawn.STARTUP``) gets a process started for it, as the CLI's
+    would."""
     launcher = launchers.Subprocess(spare_env=os.environ)
     yield launcher
     prestart.discard()
