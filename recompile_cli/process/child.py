@@ -1,13 +1,13 @@
 """The measured process of a supervised run: ``python -m recompile_cli.process.child``.
 
 ``run``, ``profile``, ``check`` and ``forecast`` never run the user's code in the process that
-reports (``process.supervisor``). They start this process with the run's ``Job`` in the
-``RECOMPILE_CLI_CHILD`` environment variable (taken out of the environment at once, so that the
-target sees the environment it was given), the write end of a pipe, and the read end of
-another on which the supervisor asks for a stop when it passes a signal on. This process imports
-JAX, runs the target under the recorder (``capture.running.runner``) and streams the events log down
-the pipe as it records (``session.events_log``): the header, each event as it changes, and the end
-record with how the target ended, or a ``refused`` record for a target that cannot be loaded.
+reports (``process.supervisor``). This process starts with the write end of the events pipe, the
+read end of another on which the supervisor asks for a stop when it passes a signal on, and a
+socket on which its ``Job`` comes (``process.spawn``) with the folder, environment and standard
+streams to run it with. It then imports JAX, runs the target under the recorder
+(``capture.running.runner``) and streams the events log down the pipe as it records
+(``session.events_log``): the header, each event as it changes, and the end record with how the
+target ended, or a ``refused`` record for a target that cannot be loaded.
 
 It prints nothing of its own and decides nothing: whatever it or the target does (``os._exit``,
 a crash, a closed ``sys.stdout``), the supervisor reports what reached the pipe and chooses the
@@ -84,9 +84,9 @@ def record(job: Job, log: EventLog, hosts: HostCheck | None = None) -> int | Non
 
 
 def _job() -> Job:
-    """The job, from the socket the supervisor hands it on (``spawn.Started.send``) once JAX and
-    the recorder are imported, with the standard streams to run it with; this process then takes
-    the job's folder and environment. A socket closed without a job (the command stopped before
+    """The job, from the socket it is handed on (``spawn.Started.send``) once the recorder is
+    imported, with the standard streams to run it with; this process then takes the job's
+    folder and environment. A socket closed without a job (the command stopped before
     its run) ends this process: nothing of a target ran."""
     fd = os.environ.pop(JOB_FD_ENV, None)
     if fd is None:

@@ -1,8 +1,9 @@
 """The supervisor: the measured program runs in a child process (``process.child``); this process
 owns the verdict.
 
-``supervise`` starts the child with a ``Job`` (``process.spawn``; or hands the job to the child
-``process.prestart`` started before the options were read) and reads the events log it streams
+``supervise`` has a launcher start the child with a ``Job`` (``process.launchers``: the child
+``process.prestart`` started before the options were read, when it serves the job, else a new
+one; in tests, the same job run in-process) and reads the events log it streams
 over a pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log``
 as it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
 session as far as it reached the pipe, and how the child ended. Nothing the child does changes
