@@ -43,7 +43,7 @@ class CallCounter:
         self._wrapper = self._jit  # one bound method, so that identity checks hold
 
     def __enter__(self) -> CallCounter:
-        import jax
+        import jax  # lazy: capture loads before the job's environment is set
 
         self._original = jax.jit
         self._active = True
@@ -51,7 +51,7 @@ class CallCounter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import jax
+        import jax  # lazy: capture loads before the job's environment is set
 
         self._active = False
         if jax.jit is self._wrapper:

@@ -1,13 +1,9 @@
-"""Per-compile enrichment: what the recorder adds to an event beyond its stages and signature.
-
-Owns the persistent compilation cache side of a recording (the configured cache directory, the
-outcome JAX reports for each backend compile and the time it saved, each key taken apart by
-``capture.jax.programs.cache_key``) and the compile-cost profile of each lowered program
-(``capture.jax.programs.cost``). The ``Recorder`` calls in from its callbacks, on the miss path
-only; the per-thread state lives in the recorder's ``threading.local`` (the compiling thread's
-events arrive in order). Nothing here raises: errors go to the ``on_error`` callback. What the cache
-folder holds is untrusted: a stored value that is not a number of seconds in range is skipped
-with a warning of the session naming the file or folder (at most ``MAX_NOTES`` of them).
+"""Per-compile enrichment: the persistent compilation cache side of a recording (the outcome and
+saved time of each backend compile, each key taken apart by ``capture.jax.programs.cache_key``)
+and each lowered program's compile-cost profile (``capture.jax.programs.cost``). Called by the
+``Recorder`` on the miss path only; never raises (errors go to ``on_error``). The cache folder is
+untrusted: a stored value that is not a number of seconds in range is skipped with a warning
+(at most ``MAX_NOTES``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""What a child made by ``os.fork`` (``multiprocessing`` with the fork start method) does with
-the recordings it inherits from its parent.
-
-The child is another process: the recording belongs to the parent. Its lock may have been held
-by another thread of the parent at the moment of the fork (nobody would ever release it in the
-child), and its events log is the parent's open file, which the child's events would corrupt
-(the same sequence numbers, interleaved lines). So, in the child, each live recorder gets a new
-lock and lets go of the events log (``Recorder.forked``); the parent is untouched. One
-``os.register_at_fork`` callback serves every recorder, which is only held weakly.
+"""What a child made by ``os.fork`` does with the recordings it inherits: the recording is the
+parent's, so in the child each live recorder gets a new lock (the parent's may have been held
+at the fork) and lets go of the events log, which the child's events would corrupt
+(``Recorder.forked``); the parent is untouched. One ``os.register_at_fork`` callback serves
+every recorder, each held weakly.
 """
 
 from __future__ import annotations

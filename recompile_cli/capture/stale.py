@@ -183,7 +183,7 @@ def _fingerprint(value: Any) -> tuple[Any, str] | None:
     size = getattr(value, "size", None)
     if shape is not None and dtype is not None and isinstance(size, int) and size <= _SMALL_ARRAY:
         try:
-            import numpy as np
+            import numpy as np  # lazy: capture loads before the job's environment is set
 
             data = np.asarray(value)
         except Exception:  # a tracer or an array we cannot read

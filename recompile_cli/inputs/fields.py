@@ -23,6 +23,7 @@ class Invalid(Exception):
         """``path, line N, field a.b[2]: message`` (the line when the YAML text is given)."""
         line = None
         if text is not None:
+            # PyYAML: only a message with the file's text needs it (validators do not)
             from recompile_cli.inputs.yaml_doc import line_of
 
             line = line_of(text, self.where)

@@ -1,12 +1,9 @@
-"""Materialization: one call's value specs (``inputs.spec``) turned into real arguments.
+"""One call's value specs (``inputs.spec``) turned into real arguments: arrays built in their
+dtype from the spec's fill and seed, scalars as JAX scalars, ``call:`` values by calling the
+user's factory (``Made`` keeps one object per spec entry and place unless ``fresh: true``).
 
-The only module of ``inputs`` that imports JAX (and numpy), inside its functions: arrays are
-built directly in their dtype from the spec's fill and seed, scalars as JAX scalars, and
-``call:`` values by calling the user's function that ``resolve`` returns, once per spec entry
-and place in its arguments (``Made``): a model made by a factory is the same object in every
-call, repeat and sweep value of the entry that passes the factory the same arguments, as a
-program's model is, so that JAX compares its identity-compared parts (a static ``self``, a
-function) equal; ``fresh: true`` asks for a new object at every call.
+The only module of ``inputs`` that imports JAX and numpy (at its top): only the runner imports
+it, once a job runs; never import it from a module the measured process loads at start-up.
 """
 
 from __future__ import annotations
@@ -15,12 +12,17 @@ import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
+
 from recompile_cli.inputs.spec import ArrayKind, ArraySpec, CallSpec, Fill, ScalarSpec, TupleSpec
 
 
 class Made:
     """The objects that ``call:`` values of one run of a spec made, by spec entry, place in the
-    entry's arguments and the factory call (its reference and arguments, as written)."""
+    entry's arguments and the factory call (its reference and arguments, as written): one
+    object for every call of the entry, as a program has one model, so that JAX compares its
+    identity-compared parts (a static ``self``, a function) equal."""
 
     def __init__(self) -> None:
         self._made: dict[Hashable, Any] = {}
@@ -39,8 +41,6 @@ def materialize(value: Any, resolve: Callable[[str], Callable[..., Any]],
     abstract ``jax.ShapeDtypeStruct``, so that nothing is computed). ``made`` keeps what
     ``call:`` values made, at ``where`` (the spec entry and the place of the value in its
     arguments), for the other calls of the entry; without it each call makes its own."""
-    import jax.numpy as jnp
-
     if array is not None and isinstance(value, (ArraySpec, ScalarSpec)):
         return array(value)
     if isinstance(value, ArraySpec):
@@ -75,9 +75,6 @@ def _fill(value: ArraySpec) -> Any:
     Floats (float32, float64) come straight from the generator; float16, bfloat16 and complex
     go through float32 (float64 for complex128) values; ``normal`` integers lie in [-3, 3]
     ([0, 3] unsigned), ``uniform`` integers in [0, 9]; booleans are random for both."""
-    import jax.numpy as jnp
-    import numpy as np
-
     dtype = np.dtype(jnp.dtype(value.dtype))
     shape, fill = value.shape, value.fill
     if fill == Fill.ZEROS:

@@ -1,15 +1,9 @@
 """The argument spec: YAML that lists the calls to make, validated completely before any JAX work.
 
-``load_spec`` reads and validates a file into frozen dataclasses (sweeps expanded, placeholders
-substituted); an error names the file, the line and the field. Nothing here imports JAX:
-``inputs.materialize`` turns one call's value specs into real arguments.
-
-Resource limits are checked before anything is allocated: the number of calls a spec makes
-(``repeat`` times every sweep combination, summed over ``calls``) may not exceed ``max_calls``
-(default ``DEFAULT_MAX_CALLS``), and no single array may take more than ``max_array_bytes``
-(default ``DEFAULT_MAX_ARRAY_BYTES``, 4 GiB); both are parameters of ``load_spec``. Specs run
-one after the other (a warm-up, then the workload) share one ``max_calls``: ``check_calls``
-holds their sum to it, as ``load_spec`` holds each.
+``load_spec`` reads a file into frozen dataclasses (sweeps expanded, placeholders substituted);
+an error names the file, the line and the field. Limits are checked before anything is
+allocated: ``max_calls`` calls (``check_calls`` holds a warm-up and its workload to one sum) and
+``max_array_bytes`` per array. Never imports JAX (``inputs.materialize`` builds the values).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""Reading YAML documents (spec and budget files), and the line of a field in one.
+"""Reading YAML documents (spec and budget files) defensively, and the line of a field in one;
+imports nothing of the package (field errors are ``inputs.fields``'s).
 
-The field-error kit that validators raise (``Invalid``) is ``inputs.fields``, which finds the
-line of a bad field with ``line_of`` (this module imports nothing of the package).
-
-Reading is defensive, because these files come from anyone's repository: a file larger than
-``MAX_YAML_BYTES`` is refused before it is read, the text must be UTF-8, a mapping may not
-repeat a key (PyYAML would silently keep the last one), nesting deeper than ``MAX_YAML_DEPTH``
-is refused while composing (before Python's recursion limit is reached), and a document whose
-aliases expand to more than ``MAX_YAML_NODES`` values ("billion laughs") or refer to
-themselves is refused before anything is constructed.
+These files come from anyone's repository: a file over ``MAX_YAML_BYTES``, text that is not
+UTF-8, a repeated key, nesting deeper than ``MAX_YAML_DEPTH`` and aliases that expand past
+``MAX_YAML_NODES`` values or refer to themselves are refused before anything is built.
 """
 
 from __future__ import annotations

@@ -4,5 +4,6 @@ API and the tests start a measured process the same way.
 
 ``job`` is what a measured process runs; ``child`` is that process (``python -m
 recompile_cli.process.child``); ``spawn`` starts one, ``prestart`` starts one before the command
-line is parsed; ``supervisor`` reads its events stream and decides how the run ended.
+line is parsed, ``launchers`` picks how a job is started (its own process, or in-process for
+tests); ``supervisor`` reads its events stream and decides how the run ended.
 """

@@ -1,21 +1,9 @@
-"""The measured process of a supervised run: ``python -m recompile_cli.process.child``.
-
-``run``, ``profile``, ``check`` and ``forecast`` never run the user's code in the process that
-reports (``process.supervisor``). This process starts with the write end of the events pipe, the
-read end of another on which the supervisor asks for a stop when it passes a signal on, and a
-socket on which its ``Job`` comes (``process.spawn``) with the folder, environment and standard
-streams to run it with. It then imports JAX, runs the target under the recorder
-(``capture.running.runner``) and streams the events log down the pipe as it records
-(``session.events_log``): the header, each event as it changes, and the end record with how the
-target ended, or a ``refused`` record for a target that cannot be loaded.
-
-It prints nothing of its own and decides nothing: whatever it or the target does (``os._exit``,
-a crash, a closed ``sys.stdout``), the supervisor reports what reached the pipe and chooses the
-exit code. The pipe is not inherited by the target's own subprocesses, and a child of
-``os.fork`` closes its copy (``Recorder.forked``), so the pipe ends when this process does.
-After an interruption (Ctrl-C, SIGTERM) or a ``--check-hosts`` stop it ends at once, without
-the interpreter's shutdown (where native threads of JAX and XLA may still run), once the end
-record is written.
+"""The measured process of a supervised run (``python -m recompile_cli.process.child``): it takes
+its ``Job`` over a socket (``process.spawn``), then its folder and environment, imports JAX only
+then, runs the target under the recorder (``capture.running.runner``) and streams the events log
+down the pipe (``session.events_log``). It prints nothing of its own and decides nothing: the
+supervisor reports what reached the pipe. After an interruption or a ``--check-hosts`` stop it
+ends at once (no interpreter shutdown, where JAX's native threads may still run).
 """
 
 from __future__ import annotations
@@ -144,15 +132,16 @@ def _forecast(job: Job, spec: Spec, jit_options: dict[str, Any],
               options: runner.RunOptions) -> tuple[Outcome, tuple[Event, ...]]:
     """``forecast``: the calls (the warm-up's first) traced on abstract arguments, their traces
     turned into predicted compiles, and the warm-up's coverage in the warnings."""
-    # Here, not at the top: every measured process imports its modules before its job comes,
-    # and only a forecast needs these (the analysis behind the coverage, ~0.1 s).
+    # Only a forecast needs these (~0.1 s); every child imports its top before its job comes.
     from recompile_cli.analysis.report import build_report
     from recompile_cli.analysis.warmup.coverage import coverage_notes
-    from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
     from recompile_cli.inputs.spec import after_warmup
 
     warm = _spec(job.warmup, job, "--warmup") if job.warmup else None
     calls = after_warmup(warm, spec)
+    # It imports JAX: only once both specs are read, as the runner would.
+    from recompile_cli.capture.running.forecast import Forecaster, forecast_session, spec_array
+
     forecaster = Forecaster(job.lower)
     outcome = runner.profile(job.target, calls, jit_options, False, job.keep_going,
                              replace(options, invoke=forecaster, spec_array=spec_array))
@@ -179,8 +168,7 @@ def _host_check(job: Job, log: EventLog, stop: _StopRequests) -> HostCheck:
     ``analysis.hosts.mismatch``. A process a peer stopped while it waits in a collective ends
     from the check's watcher, its end record written first; a wait for the peers' compiles
     ends as soon as the supervisor asks for a stop (``_StopRequests``)."""
-    # Here, not at the top: only a --check-hosts run needs them (the analysis behind the
-    # messages, ~0.05 s), and every measured process imports its modules before its job comes.
+    # Only --check-hosts needs these (~0.05 s); every child imports its top before its job comes.
     from recompile_cli.analysis.hosts import mismatch
     from recompile_cli.capture.hosts.host_check import HostCheck
     from recompile_cli.render.escape import terminal

@@ -1,20 +1,8 @@
 """How a job's measured process is started: the one seam that the CLI, the API and the tests use.
-
-A ``Launcher`` starts a job and hands back a ``spawn.Started``: the process and this process's
-ends of its pipes, which ``supervisor.supervise`` reads the same way whatever started them.
-
-- ``Subprocess`` (the default, ``DEFAULT``) runs the job in a process of its own: the child that
-  ``prestart`` started before the options were read when it was started as this job needs, else
-  a new one. Only this launcher keeps the verdict out of the measured program's reach
-  (docs/guarantees.md): the CLI uses nothing else.
-- ``InProcess`` runs the job in this interpreter, through the same recording (``child.record``)
-  and the same stream reader, for what a report *says* (tests, as coverage.py's in-process
-  ``command_line()``): it isolates nothing that a process would (signals, ``os._exit``, the
-  interpreter's state). A job that needs a process of its own (``--check-hosts``, a persistent
-  compilation cache) goes to the subprocess launcher.
-
-This module never prints and never imports JAX (the in-process launcher imports the recorder
-when it first runs a job).
+A ``Launcher`` returns a ``spawn.Started`` that ``supervisor.supervise`` reads the same way
+whatever started it. ``Subprocess`` (``DEFAULT``, the only one the CLI uses) runs the job in a
+process of its own, the only way to keep the verdict out of the program's reach; ``InProcess``
+runs it in this interpreter (tests) and isolates nothing. Never prints, never imports JAX.
 """
 
 from __future__ import annotations
@@ -59,8 +47,11 @@ class Subprocess:
 
 
 class InProcess:
-    """Runs each job in this interpreter (see the module docstring); the job's output goes to
-    this interpreter's ``sys.stdout`` and ``sys.stderr`` as they are."""
+    """Runs each job in this interpreter, through the same recording (``child.record``) and
+    stream reader, for what a report says (tests): it isolates nothing a process would (signals,
+    ``os._exit``, the interpreter's state). A job that needs a process of its own
+    (``--check-hosts``, a persistent compilation cache) goes to ``fallback``. The job's output
+    goes to this interpreter's ``sys.stdout`` and ``sys.stderr`` as they are."""
 
     def __init__(self, fallback: Launcher | None = None) -> None:
         self.fallback = fallback or Subprocess()
@@ -69,7 +60,7 @@ class InProcess:
               stderr: int) -> spawn.Started:
         if job.host_timeout is not None or job.compilation_cache is not None:
             return self.fallback.start(job, env, cwd=cwd, stdout=stdout, stderr=stderr)
-        # Imported here, not at the top: the supervisor's process never imports JAX otherwise.
+        # The recorder: only the in-process launcher loads it into the supervisor's process.
         from recompile_cli.process import child
 
         with tempfile.TemporaryFile() as stream:

@@ -1,20 +1,8 @@
-"""The measured process, started before its job is known.
-
-A run's measured process spends its first tenth of a second starting Python and importing the
-recorder, which needs nothing from the command line; the command's process spends as long
-importing typer and checking every option. So for ``run``, ``profile`` and ``forecast`` the
-console script starts the measured process first (``start``, before the application is
-imported): it imports the recorder and then waits, running nothing of the target, until the
-launcher gives it the job (``take``). It does not import JAX before the job: a script may set
-JAX's variables before its own ``import jax``, and must see them as under ``python``. A command
-that never gets that far (a bad option, ``--help``) ends the waiting child at exit
-(``discard``), and the target never runs: every option is still checked before it does.
-
-The job carries its folder, environment and standard streams (``spawn.Started.send``), so the
-waiting child serves any job whose start-up variables it was started with
-(``spawn.Started.serves``); else it is ended and a child is started as usual, so that this is
-never a difference a run can see. ``ahead`` starts one for the next job (a test session keeps
-one waiting so, ``launchers.Subprocess(spare_env=...)``).
+"""The measured process, started before its job is known: for ``run``, ``profile`` and ``forecast``
+the console script starts it first (``start``), so it imports the recorder while the command line
+is parsed, then waits for ``take`` to give it the job. It must never import JAX or run anything
+of the target before the job (a script may set JAX's variables before its ``import jax``); a
+command that stops early ends it (``discard``), and a job it cannot serve gets a new child.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Starting the measured process (``process.child``): its one command line, the pipes it is given,
-the signal state it starts in, and how it is handed its job.
-
-``start`` makes the events pipe (the child writes, the supervisor reads; on Linux it holds
-``EVENTS_PIPE_BYTES``, so that the supervisor can read it in batches without the child waiting),
-the stop-request pipe (the supervisor writes one byte when it passes a signal on) and the job
-socket, and starts a child that imports the recorder and then waits for its job (JAX only once
-the job is there: a script may set JAX's variables before it imports JAX, as under `python`). Every
-child starts so, whether its job is known yet or not (``process.prestart`` starts one before):
-``Started.send`` hands it the job with the folder, environment and standard streams to run it
-in (the streams as file descriptors over the socket), and ``Started.discard`` ends a child that
-was never given one (it has run nothing of the target). A waiting child serves a job when it was
-started with the same start-up variables (``STARTUP``: what Python, JAX and their native
-libraries read as they load); ``Started.serves`` says so.
-
-The child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers, so that a
-signal while Python and JAX start never ends in a traceback, and on Linux it is killed when
-this process dies, so that a supervisor killed outright leaves no measured process running
-without it.
+"""Starting the measured process (``process.child``): its command line, its pipes (events,
+stop requests) and job socket, the signal state it starts in (Ctrl-C and SIGTERM ignored until
+it sets its handlers; on Linux killed when this process dies), and handing it its job
+(``Started.send``) or ending it unused (``Started.discard``). Imported first by the console
+script: it must import nothing a bare interpreter does not need to start a process.
 """
 
 from __future__ import annotations
@@ -80,20 +66,18 @@ BOOTSTRAP = ("import sys; sys.path.insert(0, {root!r}); from recompile_cli.proce
              "sys.path.pop(0); main()")
 
 
-def _libc() -> Any:
-    """The C library, for ``prctl`` on Linux (loaded before any fork: ``_prepare_child`` runs
-    between fork and exec, where nothing may be imported); None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
+# The C library, for ``prctl`` on Linux (loaded before any fork: ``_prepare_child`` runs between
+# fork and exec, where nothing may be imported); None elsewhere.
+_LIBC: Any = None
+if sys.platform.startswith("linux"):
+    import fcntl  # for _enlarge
+
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True)
+        _LIBC = ctypes.CDLL(None, use_errno=True)
     except (ImportError, OSError):
-        return None
-
-
-_LIBC = _libc()
+        pass
 
 
 def command() -> list[str]:
@@ -161,7 +145,7 @@ class Started:
         """Hand this waiting child ``job`` (once), to run in ``cwd`` (None: this folder) with
         ``env`` and this process's standard input; ``stdout`` and ``stderr`` are file
         descriptors, or ``subprocess.PIPE`` to relay them (``Started.stdout``, ``stderr``)."""
-        import msgspec
+        import msgspec  # prestart: the child starts before msgspec loads (see above)
 
         sock, self.job = self.job, None
         assert sock is not None, "a measured process takes one job"
@@ -257,8 +241,6 @@ def _enlarge(pipe: int) -> None:
     pipe-max-size, or a user over its pipe quota, keeps the default, and a full pipe then only
     makes the child wait for the supervisor's next read)."""
     if sys.platform.startswith("linux"):
-        import fcntl
-
         with contextlib.suppress(OSError):
             fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, EVENTS_PIPE_BYTES)
 

@@ -1,36 +1,15 @@
-"""The supervisor: the measured program runs in a child process (``process.child``); this process
-owns the verdict.
-
-``supervise`` has a launcher start the child with a ``Job`` (``process.launchers``: the child
-``process.prestart`` started before the options were read, when it serves the job, else a new
-one; in tests, the same job run in-process) and reads the events log it streams
-over a pipe as it records (``session.events_log.LogReader``), copies each line to ``--events-log``
-as it arrives, and feeds the live status line (``cli.live``). It returns the run's ``Outcome``: the
-session as far as it reached the pipe, and how the child ended. Nothing the child does changes
-that: a target that calls ``os._exit`` (in the script, a thread, an ``atexit`` handler or a spec
-factory), crashes in native code, is killed, or closes its ``sys.stdout`` leaves a session that
-says so in its failure, and a run that did not finish normally is never a success (the
-commands then exit 3, ``exits.ExitCode.TARGET_RAISED``).
-
-Signals: the child starts with Ctrl-C and SIGTERM ignored until it has set its own handlers
-(``process.spawn``), so that a signal while Python and JAX start never ends in a traceback. A signal
-that reaches
-this process before the child has started recording ends the child at once (SIGKILL: nothing of
-the target has run). Later, the first Ctrl-C or SIGTERM is passed to the child, which stops the
-target and writes its end record (a Ctrl-C typed at a terminal reaches both; the child takes
-one); a second one ends the child at once (SIGKILL). With ``timeout``, a child still running
-after that many seconds gets SIGTERM, then SIGKILL ``GRACE`` seconds later.
-
-This process never imports JAX; it reads the streamed records in batches (``BATCH``) and adds
-nothing per call. Once the child's end record is in and its stream closed, ``ended`` gets the
-session, so that the report is analysed while the child's interpreter shuts down (which takes about
-as long as the analysis of a large session) rather than after it.
+"""The supervisor: the process that owns the verdict while the measured program runs in a child
+(``process.child``). ``supervise`` starts it through a launcher, reads its events stream in
+batches (``BATCH``), copies it to ``--events-log``, feeds the live line, passes the first Ctrl-C
+or SIGTERM on (a second, or a signal before recording starts, kills the child) and returns the
+``Outcome``: a run that did not end normally is never a success. Never imports JAX.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import select
 import signal
 import subprocess
@@ -39,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 import msgspec
 
@@ -47,10 +26,8 @@ from recompile_cli import exits
 from recompile_cli.errors import RecompileError, SessionFileError
 from recompile_cli.process import launchers, spawn
 from recompile_cli.process.job import Job
-
-if TYPE_CHECKING:
-    from recompile_cli.session.events_log import EventLog, LogReader
-    from recompile_cli.session.model import Outcome, Session
+from recompile_cli.session.events_log import EventLog, LogReader
+from recompile_cli.session.model import Environment, HookMode, Outcome, Session
 
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL for a child past its --timeout
 POLL = 0.25  # the longest wait between looks at signals, the timeout and the live line
@@ -133,8 +110,6 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
             signals.control = child.control
             process = signals.process = child.process
             _prefetch()  # while the child starts: nothing of it was needed before
-            from recompile_cli.session.events_log import EventLog, LogReader
-
             copy = EventLog(events_log) if events_log is not None else None
             stream = _Stream(LogReader("the measured process's events"), copy, observer, signals,
                              ended)
@@ -272,10 +247,10 @@ def _prefetch() -> None:
     """Import what reading the stream, the analysis and the report need, while the child
     starts (it then imports JAX, which takes far longer): none of it is needed before the
     target runs, so none of it delays the start."""
+    # Local on purpose: importing them is this function's whole work (after the child started).
     import recompile_cli.analysis.report
     import recompile_cli.gate.evaluate
-    import recompile_cli.render.table
-    import recompile_cli.session.events_log  # noqa: F401
+    import recompile_cli.render.table  # noqa: F401
 
 
 def _drain(fd: int) -> bytes:
@@ -376,7 +351,6 @@ def _outcome(job: Job, stream: _Stream, returncode: int, timed_out: float | None
 
 def _ended(session: Session, failure: str | None, interrupted: int | None,
            traceback: str | None) -> Outcome:
-    from recompile_cli.session.model import Outcome
     if failure is not None and session.target_exception != failure:
         session = msgspec.structs.replace(session, target_exception=failure)
     return Outcome(session, failure, interrupted, traceback)
@@ -403,10 +377,6 @@ def _label(job: Job) -> str:
 
 def _nothing(job: Job, seconds: float) -> Session:
     """The session of a child that ended before its recorder started: no events."""
-    import platform
-
-    from recompile_cli.session.model import Environment, HookMode, Session
-
     return Session(environment=Environment(jax_version="unknown",
                                            python_version=platform.python_version(),
                                            backend="unknown",

@@ -1,6 +1,9 @@
-"""The session: the frozen record of one run (``model``), its file formats (``files``), and the
-vocabulary of its texts: ``file:line`` locations (``locations``) and pytree structures
-(``structures``).
+"""The session: the frozen record of one run and its file formats; nothing here imports JAX or
+pandas, and everything after capture reads a ``Session``.
 
-Everything after capture reads a ``Session``; nothing here imports JAX or pandas.
+``model`` holds the records (``kinds`` their enums, ``cache_key`` a compile's persistent-cache
+key, ``warmup`` replays and warm-up plans); ``codec`` encodes and decodes them, ``events_log``
+streams them as JSON lines, ``files`` saves and loads them, ``host_entries`` is what
+``--check-hosts`` exchanges; ``locations`` (``file:line``) and ``structures`` (pytree
+structures) are the vocabulary of their texts.
 """

@@ -1,24 +1,10 @@
-"""The session file format, owned here: one msgspec encoder and typed decoding into the model.
+"""The session file formats, owned here: one msgspec encoder and typed decoding into the model.
 
-The documents are made of the model's own types (``session.model``), which msgspec encodes and
-decodes directly:
-
-* the saved session (``--save``) and the JSON report (``--output x.json``, the saved session
-  plus the analysis): one JSON object, one top-level field per line and one event per line, so
-  that the text stays diffable and greppable;
-* the events log (``--events-log x.jsonl``, and the stream from a supervised run's child to its
-  parent): JSON lines, a ``header`` record, ``event`` records (the last record of each ``id``
-  wins), a ``warmup`` record when a warm-up plan ended, and an ``end`` record, or a ``refused``
-  record for a run that could not start (``LogRecord``).
-
-Decoding trusts nothing: a wrong type, a missing field or an unknown enum value is refused with
-the path of the field (``events[3].signature.leaves[...].shape[0]``: msgspec does not name map
-keys). Numbers are checked against ``ranges`` as they are decoded: a count, a size or a number
-of seconds out of range (a negative time, a hit that saved 7e64 s) is refused with the field's
-path like a wrong type, never shown as a figure. Unknown fields are ignored, so that the
-analysis fields of a JSON report and the fields a later release adds do not stop a file from
-loading. NaN and infinities are written as ``null``, never as the non-standard tokens, and are
-refused on reading.
+A saved session or JSON report is one JSON object (one top-level field, one event per line); the
+events log is JSON lines (``LogRecord``). Decoding trusts nothing: a wrong type, a missing field,
+an unknown enum value or a number out of ``ranges`` is refused with the field's path. Unknown
+fields are ignored (a report's analysis, a later release's fields); NaN and infinities are
+written as ``null`` and refused on reading.
 """
 
 from __future__ import annotations

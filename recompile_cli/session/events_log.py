@@ -1,16 +1,8 @@
-"""The events log: the session streamed as JSON lines, written (``EventLog``) and read back
-(``LogReader``).
-
-The records are ``session.codec``'s: a ``LogHeader``, a ``LogEvent`` every time an event
-changes, a ``LogWarmup`` when a warm-up plan ends, a ``LogSlowCalls`` for a group of slow calls
-as it appears and as its counts grow, and a ``LogEnd`` (or a ``LogRefused`` for a run that could
-not start). The log is what
-``--events-log x.jsonl`` writes and what a supervised run's child streams to its parent over a
-pipe (``process.supervisor``). Each line is flushed as it is written, so a process killed by a
-signal, a crash or ``os._exit`` leaves every event up to that moment. Writing never raises: a
-path that cannot be opened or a full disk stops the log, and ``problem`` says why once, while the
-recording goes on. Reading trusts nothing: a line that is not a record is a ``SessionFileError``
-naming the source and the line.
+"""The events log: the session as JSON lines (``session.codec``'s records), written (``EventLog``)
+and read back (``LogReader``): what ``--events-log`` writes and what the measured process streams
+to the supervisor. Each line is flushed as written, so a killed process leaves every event up to
+then. Writing never raises (``problem`` says once why it stopped); reading trusts nothing (a
+``SessionFileError`` naming the source and the line).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Saved sessions on disk: ``save_session`` writes one, ``load_session`` reads one back.
-
-``load_session`` reads a saved session (``--save``), a JSON report (``--output x.json``) or an
-events log (``--events-log x.jsonl``), so that a run can be analysed and rendered again without
-running anything. The formats themselves belong to ``session.codec``. A file above
-``MAX_SESSION_BYTES`` (1 GiB) is refused before it is read; anything that is not a session
-becomes a ``SessionFileError`` naming the file, the line or the field, never a traceback.
-
-An events log may end early (a run killed by a signal or the OOM killer): every record up to a
-last line cut short is kept, and the session says that the run did not finish.
+"""Saved sessions on disk: ``save_session`` writes one; ``load_session`` reads back a saved
+session, a JSON report or an events log (the formats are ``session.codec``'s) to analyse it
+again. A file above ``MAX_SESSION_BYTES`` is refused unread, anything that is not a session is a
+``SessionFileError`` (never a traceback), and an events log cut short keeps every whole record
+(the session then says the run did not finish).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """``file:line`` locations: the one place they are parsed and shown.
 
-A location is ``path:line`` (where a function is defined: ``Event.defined_at``, the
-``defined_at`` of a ``FunctionKey``); a call site adds the calling function,
-``path:line (function)`` (``Event.call_site``). Capture writes them as they are (absolute);
-every later layer reads them through here, and everything that shows or returns one to a person
-(reports, messages, ``Violation.call_site``, the guard's violations) shows it as ``relative``
-(or ``relative_in`` a sentence) does: relative to the current folder when below it, and a
-notebook cell's code (an IPython kernel's temporary file ``.../ipykernel_1/2.py``, a terminal's
-``<ipython-input-2-...>``) as IPython names it, ``In[2], line 4``. Pure text functions, apart
-from the current folder and the running IPython shell (found in ``sys.modules``, never
-imported) that they show locations against.
+Capture writes them absolute (``path:line``; a call site adds its function); every later layer
+reads them here and shows them as ``relative`` does: relative below the current folder, a
+notebook cell's file as IPython names it (``In[2], line 4``). Pure text functions, but for the
+current folder and a running IPython shell (found in ``sys.modules``, never imported).
 """
 
 from __future__ import annotations

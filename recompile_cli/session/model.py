@@ -1,14 +1,9 @@
-r"""The recorded data: frozen, JSON-friendly records that cross from capture to analysis.
+"""The recorded data: frozen, JSON-friendly records (``Session`` and its parts) that cross from
+capture to analysis; never imports JAX or pandas.
 
-A ``Session`` is what a recording produces and what a saved report loads back into. This module
-imports neither JAX nor pandas.
-
-The records are ``msgspec.Struct``\ s, as the rest of the session format is (``session.warmup``,
-``session.codec``): msgspec encodes and decodes them directly, a class costs next to nothing
-to define (the measured process imports this module before the target starts), and, with
-``gc=False``, the garbage collector does not walk them: a recording keeps every event, and
-these are plain data trees that can hold no reference cycle. Copy one with a change with
-``msgspec.structs.replace``.
+They are ``msgspec.Struct`` classes with ``gc=False``: cheap to define (the measured process
+imports this module before the target starts) and never walked by the garbage collector (plain
+data trees, no cycles). Copy one with a change with ``msgspec.structs.replace``.
 """
 
 from __future__ import annotations

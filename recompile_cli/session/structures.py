@@ -1,24 +1,8 @@
-"""The stored text of a pytree structure (``Signature.structure``): written by capture, read by
-analysis.
+"""The stored text of a pytree structure (``Signature.structure``, ``Signature.static``): written
+by capture, read by analysis; two structures are the same exactly when their texts are.
 
-A small structure is JAX's treedef text (``{'x': *, 'y': *}``). A large one (a whole model),
-or one with static data in a custom node, is a node map: ``NODES_MARK``, one
-``path<TAB>description`` line per node, then ``TREEDEF_MARK`` and the full treedef text. Two
-structures are the same exactly when their texts are.
-
-The static data of a custom node has lines of its own, one per named field (``state.tx``: a
-``register_dataclass`` meta field, a flax ``struct`` field with ``pytree_node=False``, an
-equinox ``field(static=True)``) or one for the whole aux data (``batch.<aux>``). Their
-description ends with a note after a second tab (``Note``): ``field`` or ``aux`` (``attr``
-for a Flax NNX static attribute or a variable's ``.<metadata>``), and, for a
-value that prints the same as an earlier one of that path but compares unequal to it (JAX
-compares them with ``==``), ``#n`` (how many such earlier values) with its type and
-``identity`` when the type compares by identity; so such values have different texts too.
-``mode`` marks a library's mode switch, ``function`` a function value (shown by its name).
-
-A library wrapper's static tuple (equinox's) is stored as a node map as well
-(``Signature.static``): the user's function (``<function>``), and each parameter's static part
-by the user's paths, its non-array leaves as ``leaf`` lines (``n``, ``model.act``).
+A small structure is JAX's treedef text; a large one, or one with static data in a custom node,
+is a node map (its format is noted at ``NODES_MARK``). Pure text, no JAX.
 """
 
 from __future__ import annotations
@@ -26,6 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# A node map: ``NODES_MARK``, one ``path<TAB>description`` line per node, then ``TREEDEF_MARK``
+# and the full treedef text. The static data of a custom node has lines of its own, one per
+# named field (``state.tx``: a ``register_dataclass`` meta field, a flax ``struct`` field with
+# ``pytree_node=False``, an equinox ``field(static=True)``) or one for the whole aux data
+# (``batch.<aux>``); their description ends with a note after a second tab (``Note``): ``field``
+# or ``aux`` (``attr`` for a Flax NNX static attribute or a variable's ``.<metadata>``), and, for
+# a value that prints the same as an earlier one of that path but compares unequal to it, ``#n``
+# with its type and ``identity`` when the type compares by identity. ``mode`` marks a library's
+# mode switch, ``function`` a function value (shown by its name). A library wrapper's static
+# tuple (equinox's, ``Signature.static``) is a node map as well: the user's function
+# (``<function>``), and each parameter's static part by the user's paths.
 NODES_MARK = "#pytree-nodes v1"
 TREEDEF_MARK = "\n#treedef\n"
 

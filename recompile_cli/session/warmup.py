@@ -1,22 +1,8 @@
-"""What a recording keeps so that its compiles can be made again ahead of time, and the warm-up
-that ran before a workload: frozen, JSON-friendly data (no JAX).
-
-A ``Replay`` (``Event.replay``) says how the call behind one event can be repeated as
-``jitted.lower(*args, **kwargs).compile()``: where the user's jitted object lives (its module
-and qualified name), and each argument as the user passed it. A static argument is a ``Value``;
-a dynamic one is its pytree, its nodes in pre-order (``Node``), whose leaves are the event's
-``Signature.leaves`` in their order, each placed as ``Replay.placements`` say. Whatever cannot be
-written down is not guessed: it carries a ``problem``, the fact that stops it (a jit object no
-module holds, a static value with no literal form, a sharding of an unknown kind).
-
-A ``Warmup`` (``Session.warmup``) is a warm-up plan that ran before the workload: when it ended,
-what it compiled and what it skipped there, and why. Events that start after ``ended_seconds``
-are the workload's.
-
-The types are msgspec structs that leave their defaults out when written (a replay is written
-once per compile, its leaf nodes as ``{"kind":"leaf"}``). Everything here comes from someone
-else's program and may be hostile: ``render.warmup_plan``
-validates every name, reference and literal before it writes a line of code.
+"""What a recording keeps to make its compiles again ahead of time (``Replay``, one per event: the
+user's jitted object and each argument as passed, or the ``problem`` that stops it; never a
+guess), and the warm-up plan that ran before a workload (``Warmup``). Frozen msgspec structs that
+leave their defaults out; no JAX. It all comes from someone else's program: ``render.warmup_plan``
+validates every name, reference and literal before it writes code.
 """
 
 from __future__ import annotations

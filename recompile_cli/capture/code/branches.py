@@ -1,14 +1,11 @@
 """A library class's mode switches: the attributes its own code branches on in Python.
 
-A library module's Python-bool flag (equinox ``Dropout(inference=...)``, flax
-``nnx.Dropout(deterministic=...)``, ``nnx.BatchNorm(use_running_average=...)``) decides in
-Python which program is traced: one of the class's methods tests it in an ``if``, a ``while``,
-an ``x if ... else y`` or an ``assert``, directly (``if self.inference:``) or through a local
-made from it (``deterministic = first_from(deterministic, self.deterministic)``). Such a flag
-cannot be passed as a traced array, and each of its values compiling once is the expected cost
-of switching modes. It is recognised by that use, read from the class's source with ``ast``,
-never by a list of names; a class of the user's own code is not a library's (the user can
-change how it branches). Runs on cache misses only, once per (class, attribute).
+A Python-bool flag of a library module (equinox ``Dropout(inference=...)``, flax
+``nnx.BatchNorm(use_running_average=...)``) that one of its methods tests in an ``if``,
+``while``, conditional expression or ``assert`` (directly or through a local made from it) picks
+the traced program; it is recognised by that use, read from the class's source with ``ast``,
+never by a list of names, and never in the user's own classes. Cache misses only, once per
+(class, attribute).
 """
 
 from __future__ import annotations

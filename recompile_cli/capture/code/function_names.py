@@ -1,17 +1,9 @@
-"""A function value as the user names it: ``jax.nn.gelu``, never ``<function gelu at 0x7f..>``.
-
-A static argument, a static field or a custom node's aux data may be a function (an
-activation, a loss, an optimizer's update). Python's ``repr`` of one holds its memory address,
-so two runs' reports would differ and a report could not be compared with another. A function
-is named by its public qualified name instead: its module and ``__qualname__``, with a private
-module (``jax._src.nn.functions``) replaced by the shortest public module that exports the
-same object (``jax.nn``); a function of the running script by its name alone; a lambda or a
-function defined inside another by its name and where it is defined (``<lambda> (train.py:12)``,
-which is all that tells two of them apart). ``functools.partial`` (and ``jax.tree_util.Partial``)
-name their function and show their bound arguments. The ``repr`` of any other value that holds
-functions (an optimizer's ``GradientTransformation``, a wrapper) has each of their reprs
-replaced by the function's name (``named_functions``: ``init=chain.<locals>.init_fn``), the
-only name that text gives. Runs on cache misses only; each public name is looked up once.
+"""A function value as the user names it: ``jax.nn.gelu``, never ``<function gelu at 0x7f..>``
+(an address would make two runs' reports differ). A private module is replaced by the shortest
+public one that exports the same object; a script's function is named alone, a lambda or nested
+function with where it is defined (``<lambda> (train.py:12)``), a partial with its bound
+arguments, and ``named_functions`` names the functions inside another value's ``repr``. Cache
+misses only; each public name is looked up once.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""Where a traced function object comes from, read from the live stack on a cache miss: whose it
-is, and the line that made it.
-
-* **Whose it is** (``jit_owner``): who applied ``jax.jit`` and who calls it, not only who wrote
-  the function. A library's function that the user jitted (``jax.jit(optax.adam(lr).update)``,
-  ``jax.jit(jnp.sin)``, ``eqx.filter_jit(nuts.step)``) is the user's; a jit its own package
-  applied (``jnp.sin`` called directly, ``diffrax.diffeqsolve``) and every jit that JAX or a
-  library calls itself (eager ops, ``_normal``, flax's internal lambdas) stay theirs.
-* **The line that made it** (``creation_site``): for a lambda or a nested ``def``, its code's
-  first line; for a ``functools.partial``, a bound method or a library's closure, the line of
-  the calling user function that assigned it (or the jit wrapper around it) to the name it is
-  called through, when there is one.
-
-Runs inside the recorder's trace hook (cache misses only); the recorder guards every call.
+"""Where a traced function object comes from, read from the live stack on a cache miss:
+whose it is (``jit_owner``: who applied ``jax.jit`` and calls it, so a library function the user
+jitted is the user's, and a jit a library applies itself stays the library's) and the line that
+made it (``creation_site``: a lambda's or nested def's first line, else the user's line that
+bound a partial, bound method or closure to the name it is called through). Runs inside the
+recorder's trace hook, which guards every call.
 """
 
 from __future__ import annotations

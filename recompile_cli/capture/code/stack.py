@@ -1,10 +1,8 @@
-"""Where code lives, as only the running interpreter can tell: the user's call site on the
-current stack, who owns a source file, and where in the user's code an exception was raised
-(``exception_summary``). Parsing and showing ``file:line`` texts is ``session.locations``'s.
-
-Owners: ``"jax"`` (jax, jaxlib), ``"library"`` (anything else installed in site-packages, e.g.
-flax, optax, equinox) and ``"user"`` (everything else). Frames of the standard library, of
-installed packages and of recompile_cli itself are never a user call site.
+"""Where code lives, as only the running interpreter can tell: the user's call site on the current
+stack, who owns a source file (``"jax"``, ``"library"``: anything else in site-packages, or
+``"user"``) and where in the user's code an exception was raised (``exception_summary``). Frames
+of the standard library, installed packages and recompile_cli are never a user call site.
+Parsing and showing ``file:line`` texts is ``session.locations``'s.
 """
 
 from __future__ import annotations

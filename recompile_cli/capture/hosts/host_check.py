@@ -1,35 +1,9 @@
-"""``--check-hosts``: every process of a ``jax.distributed`` job checks, at each compile, that
-its peers compile the same program, and the whole job stops at the first that does not.
-
-``HostCheck`` is a recorder's ``on_compile`` callback. Only programs that run on devices of
-other processes too are checked (``distributed.take``: the lowered program's devices
-are not all this process's): those run collectives with the other processes, which must run the
-same program. A program on this process's devices alone (a metrics helper jitted on process 0)
-is none of the peers' business and is not exchanged. At each checked compile of a function that
-is not JAX's own (the miss path only: a cached call never reaches it), the process writes an
-``Entry`` (the function's compile number, the function, the signature digest and lowering
-fingerprint) into JAX's distributed key-value store (``jax.distributed``) under the function's
-key, and waits, up to ``timeout`` seconds, for every peer's entry of the same function and
-number. Compiles are numbered per function, so the order in which different functions compile
-does not matter. One exchange per checked compile, nothing per call. Without JAX's private
-lowering hook (hook mode public-only) it cannot tell which programs span processes: it checks
-nothing and says so in the report's warnings.
-
-* All arrived and differ: every process raises ``HostsDiverged`` from the compiling call,
-  before the program runs.
-* Some never arrived (the hard case: they run a program compiled before and wait in its
-  collective): the waiting process writes the message under the store's stop key and raises.
-* A process that is not compiling learns it from its watcher, a daemon thread that polls the
-  stop key: it cannot raise in a main thread blocked in a collective, so it calls ``finish``
-  (the command line's: end the events log with the message as the failure; the guard's: print
-  the message), then ends the process with ``os._exit(3)``, skipping JAX's exit-time shutdown,
-  which would wait for the stopped peers.
-
-The watcher never waits in JAX's native store at interpreter exit: ``claim`` and an ``atexit``
-handler (which runs before JAX's own, registered when JAX was imported) stop it and join it, so
-that a script that leaves ``jax.distributed.shutdown()`` to JAX's exit handler ends cleanly.
-
-A single-process run, or a run before ``jax.distributed.initialize``, checks nothing.
+"""``--check-hosts``: every process of a ``jax.distributed`` job checks, at each compile, that its
+peers compile the same program, and the whole job stops at the first that does not.
+``HostCheck`` (a recorder's ``on_compile`` callback) exchanges one ``Entry`` per checked compile
+through JAX's key-value store, nothing per call; how it checks and stops is noted above it.
+A single-process run, a run before ``jax.distributed.initialize`` or one without JAX's private
+lowering hook checks nothing (the last says so in its warnings).
 """
 
 from __future__ import annotations
@@ -80,6 +54,33 @@ Shown = Callable[[str], str]
 Interrupted = Callable[[], int | None]
 
 
+# ``HostCheck`` is a recorder's ``on_compile`` callback. Only programs that run on devices of
+# other processes too are checked (``distributed.take``: the lowered program's devices are not all
+# this process's): those run collectives with the other processes, which must run the same
+# program. A program on this process's devices alone (a metrics helper jitted on process 0) is
+# none of the peers' business and is not exchanged. At each checked compile of a function that is
+# not JAX's own (the miss path only: a cached call never reaches it), the process writes an
+# ``Entry`` (the function's compile number, the function, the signature digest and lowering
+# fingerprint) into JAX's distributed key-value store (``jax.distributed``) under the function's
+# key, and waits, up to ``timeout`` seconds, for every peer's entry of the same function and
+# number. Compiles are numbered per function, so the order in which different functions compile
+# does not matter. One exchange per checked compile, nothing per call. Without JAX's private
+# lowering hook (hook mode public-only) it cannot tell which programs span processes: it checks
+# nothing and says so in the report's warnings.
+#
+# * All arrived and differ: every process raises ``HostsDiverged`` from the compiling call, before
+#   the program runs.
+# * Some never arrived (the hard case: they run a program compiled before and wait in its
+#   collective): the waiting process writes the message under the store's stop key and raises.
+# * A process that is not compiling learns it from its watcher, a daemon thread that polls the
+#   stop key: it cannot raise in a main thread blocked in a collective, so it calls ``finish``
+#   (the command line's: end the events log with the message as the failure; the guard's: print
+#   the message), then ends the process with ``os._exit(3)``, skipping JAX's exit-time shutdown,
+#   which would wait for the stopped peers.
+#
+# The watcher never waits in JAX's native store at interpreter exit: ``claim`` and an ``atexit``
+# handler (which runs before JAX's own, registered when JAX was imported) stop it and join it, so
+# that a script that leaves ``jax.distributed.shutdown()`` to JAX's exit handler ends cleanly.
 class HostCheck:
     """The check of one run; ``bind`` it to the recorder whose ``on_compile`` it is."""
 

@@ -1,15 +1,8 @@
-"""Which process of a ``jax.distributed`` job this is, read without starting JAX's backend.
-
-A multi-process job calls ``jax.distributed.initialize`` before anything that starts the
-backend; JAX refuses it afterwards. The recorder starts before the script runs, so what it reads
-about the environment must not start the backend: ``jax.default_backend()``,
-``jax.process_index()`` and ``jax.process_count()`` are read only once the backend runs (the
-script started it); before that the process index comes from ``jax.distributed``'s state once
-``initialize`` ran, else from the launcher's environment variables (``LAUNCHER_VARIABLES``).
-
-``environment`` is what a session records about its environment (with
-``configured_cache_dir``, JAX's persistent compilation cache directory); ``output_path`` fills
-``{process}`` and ``{host}`` in an output path.
+"""Which process of a ``jax.distributed`` job this is, read without starting JAX's backend (a job
+must call ``jax.distributed.initialize`` first): the backend, index and count from JAX once the
+script started it, else from ``jax.distributed``'s state, else the launcher's variables
+(``LAUNCHER_VARIABLES``). ``environment`` is what a session records about its environment;
+``output_path`` fills ``{process}`` and ``{host}`` in an output path.
 """
 
 from __future__ import annotations
@@ -40,7 +33,7 @@ class Identity:
 
 def current() -> Identity:
     """This process as JAX knows it now, without starting the backend."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     index = count = None
     backend = None
@@ -59,7 +52,7 @@ def environment(hook_mode: HookMode, cache_dir: str | None) -> Environment:
     """What a session records, read without starting JAX's backend (``jax.distributed.initialize``
     must run before it starts): the backend once it runs, else ``NO_BACKEND``; the process index,
     count and host for a process of a multi-process job."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     me = current()
     job = (me.process_count or 1) > 1
@@ -73,7 +66,7 @@ def environment(hook_mode: HookMode, cache_dir: str | None) -> Environment:
 
 def configured_cache_dir() -> str | None:
     """JAX's persistent compilation cache directory, if one is configured."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     # Not a declared attribute of jax's Config (and absent from some versions).
     cache_dir: str | None = getattr(jax.config, "jax_compilation_cache_dir", None)

@@ -87,7 +87,7 @@ def backend_started() -> bool:
     """Whether JAX's backend has started (then ``jax.distributed.initialize`` can no longer run);
     True when the installed JAX cannot tell, so that callers fall back to JAX's public API."""
     try:
-        from jax._src import xla_bridge
+        from jax._src import xla_bridge  # lazy: capture loads before the job's environment is set
 
         return bool(xla_bridge.backends_are_initialized())
     except Exception:  # a JAX without this private function
@@ -107,7 +107,7 @@ def initialized_identity() -> tuple[int | None, int | None]:
 
 def _state() -> Any:
     try:
-        from jax._src import distributed
+        from jax._src import distributed  # lazy: capture loads before the job's environment is set
 
         return distributed.global_state
     except Exception:  # a JAX without this module
@@ -168,7 +168,7 @@ def spans_processes(lowering: Any) -> bool | None:
         addressable = getattr(devices, "is_fully_addressable", None)
         if isinstance(addressable, bool):
             return not addressable
-        import jax
+        import jax  # lazy: capture loads before the job's environment is set
 
         me = jax.process_index()
         return any(int(device.process_index) != me for device in devices)

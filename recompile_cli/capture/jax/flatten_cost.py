@@ -33,7 +33,7 @@ def flatten_cost(args: Sequence[Any], kwargs: dict[str, Any], params: Sequence[s
     """The flatten of one call's dynamic arguments (``params``: the positional parameters'
     names). Never raises."""
     try:
-        from jax._src import tree_util
+        from jax._src import tree_util  # lazy: capture loads before the job's environment is set
 
         registry = getattr(tree_util, "dispatch_registry", None) or tree_util.default_registry
         statics = set(static_argnums)

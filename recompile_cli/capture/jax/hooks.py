@@ -44,7 +44,7 @@ _EXCLUDED = False
 def jax_version() -> tuple[int, ...]:
     """The installed JAX version as a tuple of ints, e.g. ``(0, 10, 2)`` (``()`` if unknown)."""
     try:
-        import jax
+        import jax  # lazy: capture loads before the job's environment is set
 
         text = jax.__version__
     except Exception:  # pragma: no cover - depends on the installed JAX
@@ -65,6 +65,7 @@ def probe() -> str | None:
 
 def _probe() -> str | None:
     try:
+        # lazy: capture loads before the job's environment is set
         from jax._src import config, pjit
         from jax._src.interpreters import partial_eval as pe
     except Exception as exc:  # pragma: no cover - depends on the installed JAX
@@ -104,7 +105,7 @@ def trace_context() -> dict[str, str]:
     comparison JAX's own cache keys make; the same objects, almost always), the last answer is
     returned (the same dictionary: callers must not change it), so a trace pays one tuple
     comparison instead of ~50 ``repr`` calls."""
-    from jax._src import config
+    from jax._src import config  # lazy: capture loads before the job's environment is set
 
     names, values = config.trace_context_names(), config.trace_context()
     last = _LAST_CONTEXT
@@ -153,6 +154,7 @@ class Hooks:
         self._classes = signatures.EqualityClasses()  # static values, compared as JAX does
 
     def install(self) -> None:
+        # lazy: capture loads before the job's environment is set
         from jax._src import pjit, source_info_util
 
         self._originals = {"_trace_for_jit": pjit._trace_for_jit, "_pjit_lower": pjit._pjit_lower}
@@ -178,7 +180,7 @@ class Hooks:
             return problems
         self._active = False
         try:
-            from jax._src import pjit
+            from jax._src import pjit  # lazy: capture loads before the job's environment is set
         except Exception as exc:  # pragma: no cover - JAX was there at install time
             return [f"could not restore JAX's internals ({exc})"]
         for name, original in self._originals.items():
@@ -194,6 +196,7 @@ class Hooks:
     # -- the wrapped functions (miss path only) --------------------------------------------------
     def _trace_for_jit(self, fun: Any, ji: Any, ctx_mesh: Any, dbg: Any, avals: Sequence[Any],
                        args: tuple[Any, ...], kwargs: dict[str, Any], *rest: Any) -> Any:
+        # lazy: capture loads before the job's environment is set
         from jax._src.interpreters import partial_eval as pe
 
         original = self._originals["_trace_for_jit"]

@@ -35,6 +35,7 @@ def is_registered(kind: str, callback: Callable[..., None]) -> bool | None:
     try:
         with _registered_lock:
             listener: Any = _registered.get((kind, callback), callback)
+        # lazy: capture loads before the job's environment is set
         from jax._src import monitoring as src
 
         listeners = getattr(src, _LISTENER_API[kind][3], None)
@@ -65,7 +66,7 @@ _registered_lock = threading.Lock()
 def register_listener(kind: str, callback: Callable[..., None]) -> None:
     """Register ``callback`` as a ``jax.monitoring`` listener of ``kind`` ("event" or
     "event_duration"), evening out what older JAX versions send (see ``_LegacyDurations``)."""
-    from jax import monitoring
+    from jax import monitoring  # lazy: capture loads before the job's environment is set
 
     register = getattr(monitoring, _LISTENER_API[kind][0])
     listener: Any = callback
@@ -88,6 +89,7 @@ def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
         listener = _registered.pop((kind, callback), callback)
     try:
         _, public_name, private_name, list_name = _LISTENER_API[kind]
+        # lazy: capture loads before the job's environment is set
         from jax import monitoring
         from jax._src import monitoring as src
     except Exception:

@@ -228,7 +228,7 @@ def _short(obj: Any, limit: int = 60) -> str:
 def tree(obj: Any) -> tuple[Node, ...]:
     """The pytree of one dynamic argument, its nodes in pre-order (``NotReplayable`` naming the
     node that has no form)."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     out: list[Node] = []
     pending: list[Any] = [jax.tree_util.tree_structure(obj)]

@@ -1,25 +1,10 @@
 """Forecast: the compiles a spec's calls would need, found by tracing, never by running.
 
-``Forecaster`` stands in for running one call of a spec (``runner.RunOptions.invoke``): it makes
-the call's arguments abstract (``abstract``: every array becomes a ``jax.ShapeDtypeStruct`` with
-its shape, dtype, weak type and, for a committed array, its sharding; everything else, static
-values and Python scalars included, is passed as it is) and calls ``jit(f).trace(...)`` (and,
-with ``lower``, ``.lower()``) under the same ``Recorder`` as ``profile``, so that the very hooks
-that watch a real run see the same cache misses: ``.trace()`` goes through jit's own parameter
-cache and ``_trace_for_jit`` (and ``.lower()`` through its lowering cache), nested jits included.
-The spec's own arrays are never built (``spec_array``: straight to their abstract value); only
-``{call: ...}`` factories run, as user code, and their arrays are made abstract. Nothing of the
-target executes and nothing compiles: XLA never sees the program.
-
-``predicted`` turns the recorded session into the run's forecast: each top-level trace of the
-target (with ``lower``: each top-level lowering) is a compile the run will make. A call whose
-trace hits the cache but whose arguments are committed to another sharding compiles without a
-re-trace in a real run; without ``lower`` that compile is added here, with the sharding change as
-its lowering change (with ``lower`` the recorder's lowering hook sees it itself).
-
-Only public JAX API is used (``jax.jit(...).trace``, ``.lower``, ``jax.ShapeDtypeStruct``), and
-``signatures.is_committed``; where ``ShapeDtypeStruct`` takes no ``weak_type`` (JAX
-0.4.30) a weakly typed array is described by ``jax.core.ShapedArray``.
+``Forecaster`` stands in for running a call: it makes the arguments abstract (``abstract``,
+``spec_array``) and calls ``jit(f).trace(...)`` (with ``lower``, ``.lower()``) under the same
+recorder, whose hooks see the same cache misses; ``forecast_session`` turns the session into the
+predicted compiles. Never executes or compiles the target. Public JAX API only (plus
+``signatures.is_committed``); imports JAX at its top, so only a forecast may import it.
 """
 
 from __future__ import annotations
@@ -29,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 from msgspec.structs import replace
 
 from recompile_cli.capture.code import stack
@@ -100,9 +88,6 @@ class Forecaster:
 def spec_array(value: ArraySpec | ScalarSpec) -> Any:
     """What ``materialize`` would build for a spec's array or scalar, unbuilt: its abstract
     value (a jax.Array or numpy array of the spec is uncommitted and strongly typed)."""
-    import jax
-    import jax.numpy as jnp
-
     shape = value.shape if hasattr(value, "shape") else ()
     return jax.ShapeDtypeStruct(shape, jax.dtypes.canonicalize_dtype(jnp.dtype(value.dtype)))
 
@@ -110,9 +95,6 @@ def spec_array(value: ArraySpec | ScalarSpec) -> Any:
 def abstract(value: Any) -> Any:
     """``value`` with every array leaf made abstract; ``value`` itself when it holds none (so
     that a static value keeps its identity)."""
-    import jax
-    import numpy as np
-
     leaves, treedef = jax.tree_util.tree_flatten(value)
     if not any(isinstance(leaf, (jax.Array, np.ndarray, np.generic)) for leaf in leaves):
         return value
@@ -120,9 +102,6 @@ def abstract(value: Any) -> Any:
 
 
 def _abstract_leaf(leaf: Any) -> Any:
-    import jax
-    import numpy as np
-
     if isinstance(leaf, (np.ndarray, np.generic)):
         return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype)
     if not isinstance(leaf, jax.Array):
@@ -141,8 +120,6 @@ def committed_shardings(call: Callable[..., Any], args: list[Any], kwargs: dict[
                         ) -> tuple[tuple[str, str], ...]:
     """(argument path, sharding) of each array leaf committed to a sharding, which a real call
     puts in jit's lowering key (an uncommitted array follows the computation)."""
-    import jax
-
     out = []
     for name, value in _named_arguments(call, args, kwargs):
         for path, leaf in jax.tree_util.tree_flatten_with_path(value)[0]:

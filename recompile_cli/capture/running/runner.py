@@ -1,11 +1,9 @@
-"""Running a target under the recorder: the calls of a spec, or a whole script as ``__main__``.
-
-The runner only runs; the recorder keeps what happened (events, calls, the target's failure).
-Both entry points start from empty in-memory JAX caches (``jax.clear_caches()``), so counts are
-those of a cold process even in-process (tests, notebooks), and both restore what the target may
-change: ``sys.argv``, ``sys.path`` and the working directory. Whatever the target does, exceptions,
-``sys.exit``, Ctrl-C or SIGTERM, the run ends with a frozen ``Session`` of everything recorded.
-Only a bad target (``TargetError``: no such module, file or function) propagates.
+"""Running a target under the recorder: the calls of a spec (``profile``), or a whole script
+as ``__main__`` (``run_script``). It only runs; the recorder keeps what happened. Both start
+from empty in-memory JAX caches and restore ``sys.argv``, ``sys.path`` and the working
+directory; whatever the target does ends in a frozen ``Session``, and only a bad target
+(``TargetError``) propagates. Never imports JAX at its top: the measured process imports this
+module before its job's environment is set.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.recorder import Recorder
 from recompile_cli.capture.running import loader, warmup
 from recompile_cli.errors import TargetError
+from recompile_cli.inputs.jit_options import check_static_args
 from recompile_cli.session.model import HookMode, Outcome
 
 if TYPE_CHECKING:  # the spec (and PyYAML) are imported by `profile` only, not by `run`
@@ -66,7 +65,7 @@ def is_jitted(fn: Any) -> bool:
 def prepare(fn: Callable[..., Any], jit_options: dict[str, Any], no_jit: bool,
             recorder: Recorder) -> Callable[..., Any]:
     """The callable to profile: the target, jitted with the spec's options if it is plain."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     if no_jit:
         return fn
@@ -126,7 +125,7 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
               resolve: Callable[[str], Callable[..., Any]]) -> None:
     """Make every call of ``spec`` to ``function`` (jitted unless ``no_jit``) under the
     recorder; a call's failure is recorded, and stops the calls unless ``keep_going``."""
-    from recompile_cli.inputs.materialize import Made, materialize
+    from recompile_cli.inputs.materialize import Made, materialize  # imports JAX and numpy
 
     invoke = options.invoke or _run_call
     made = Made()  # what the spec's factories (``call:``) made, one per spec entry
@@ -171,7 +170,7 @@ def call_spec(recorder: Recorder, function: Callable[..., Any], spec: Spec,
 
 
 def _run_call(call: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> None:
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     jax.block_until_ready(call(*args, **kwargs))
 
@@ -180,8 +179,6 @@ def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any
                     no_jit: bool) -> None:
     """Before any call: static arguments name real parameters, and a target profiled without a
     spec takes no required argument."""
-    from recompile_cli.inputs.jit_options import check_static_args
-
     if not no_jit and not is_jitted(found.function):
         check_static_args(found.function, jit_options, spec.path or "--static-argnames/nums")
     if spec.path:
@@ -258,7 +255,7 @@ def _recording(label: str, options: RunOptions) -> Iterator[Recorder]:
     Ctrl-C and SIGTERM stop the block and are recorded as its failure; the working directory
     is restored afterwards.
     """
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     exits.raise_pending()  # a signal that came while the tool started: the target never starts
     recorder = Recorder(label, hook_mode=options.hook_mode, events_log=options.events_log,
@@ -288,6 +285,6 @@ def _outcome(recorder: Recorder) -> Outcome:
 
 def use_compilation_cache(path: str | Path) -> None:
     """Point JAX's persistent compilation cache at ``path`` (before anything compiles)."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     jax.config.update("jax_compilation_cache_dir", str(path))

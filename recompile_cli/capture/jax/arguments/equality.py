@@ -1,27 +1,8 @@
-"""Values compared the way JAX compares them: equality classes of static arguments and of the
-static data of pytree nodes (checked on JAX 0.10.2).
-
-JAX keys a static argument on its type, ``__hash__`` and ``__eq__`` (``api_util``'s
-``_HashableWithStrictTypeEquality``), and a pytree structure on each node's aux data with
-``==``. Texts (``repr``) can agree where JAX does not: a new object each call whose ``__eq__``
-is identity prints the same and still misses the cache. ``EqualityClasses`` gives each value a
-class per *table* (a function's static argument, or the path of a node's field in one argument):
-a new value joins the first earlier class JAX would find equal to it, or starts a new one.
-
-Memory stays bounded: an earlier value is held by a weak reference where its type allows one
-(so the recording keeps no model or config alive); values that allow none (tuples, ints,
-strings) are held while the recording runs, as JAX's own caches hold them (a tuple's hash and
-text can agree where ``==`` does not: equinox's static tuple holding a new object). A value
-that is gone is matched by type, hash and text. Each table keeps its latest ``PER_TABLE``
-classes, and at most ``TABLES`` tables are kept (the oldest go first); the recording drops
-them all when it stops.
-A ``__hash__`` or ``__eq__`` that raises or returns something odd counts as "not equal" and
-never reaches the user's program. Runs on cache misses only; one instance per recording.
-
-A new class also notes the earlier classes of its table that hold an *equal value of another
-type* (``equal_to``: an ``Enum`` member and its value, ``2`` and ``np.int64(2)``, ``1`` and
-``True``): JAX tells them apart by type alone, and the conversion that gives them one type is
-named (``convert``: ``int``, ``np.int64``, ``Mode``).
+"""Values compared the way JAX compares them (checked on JAX 0.10.2): ``EqualityClasses`` puts each
+static argument, or static data of a pytree node, in the first earlier class JAX would find
+equal to it (type, ``__hash__``, ``__eq__``), since texts can agree where JAX does not. Its
+memory stays bounded and a value's ``__hash__`` or ``__eq__`` that raises never reaches the
+user's program (noted above ``Klass``). Runs on cache misses only; one instance per recording.
 """
 
 from __future__ import annotations
@@ -42,6 +23,19 @@ PER_TABLE = 64  # classes kept per table (the latest)
 TABLES = 4096  # tables kept (the most recently created)
 
 
+# Memory stays bounded: an earlier value is held by a weak reference where its type allows one (so
+# the recording keeps no model or config alive); values that allow none (tuples, ints, strings)
+# are held while the recording runs, as JAX's own caches hold them (a tuple's hash and text can
+# agree where ``==`` does not: equinox's static tuple holding a new object). A value that is gone
+# is matched by type, hash and text. Each table keeps its latest ``PER_TABLE`` classes, and at
+# most ``TABLES`` tables are kept (the oldest go first); the recording drops them all when it
+# stops. A ``__hash__`` or ``__eq__`` that raises or returns something odd counts as "not equal"
+# and never reaches the user's program.
+#
+# A new class also notes the earlier classes of its table that hold an *equal value of another
+# type* (``equal_to``: an ``Enum`` member and its value, ``2`` and ``np.int64(2)``, ``1`` and
+# ``True``): JAX tells them apart by type alone, and the conversion that gives them one type is
+# named (``convert``: ``int``, ``np.int64``, ``Mode``).
 class Klass:
     """One equality class: its number, what is known of its first value, and how many earlier
     classes of its table print the same (``ordinal``: 0 for the first with this text)."""

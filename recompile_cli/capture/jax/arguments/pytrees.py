@@ -1,15 +1,9 @@
-"""Pytree structures: a diffable description of an argument's structure (checked on JAX
-0.10.2, flax 0.12, equinox 0.13).
-
-``structure`` stores a large structure (a whole model), or one with static data in a custom
-node, as a node map that ``analysis.causes.explain`` diffs path by path: containers by their keys or
-length, custom nodes by their type and their static data, named per field where the node is a
-dataclass (``register_dataclass``, flax ``struct``, equinox ``Module``), a Flax NNX graph by
-each module's static attributes (``graphdef_nodes``). ``static_nodes`` describes a static
-pytree (equinox's static part of an argument) the same way, its non-array leaves included.
-``full_repr`` is the text every stored value is compared by. Public JAX APIs only
-(``jax.tree_util``); library objects are duck-typed, and anything unexpected leaves the plain
-texts in place. Runs on cache misses only.
+"""Pytree structures: a diffable description of an argument's structure (checked on JAX 0.10.2,
+flax 0.12, equinox 0.13). ``structure`` stores a large one, or one with static data in a custom
+node, as a node map (``session.structures``) that ``analysis.causes.explain`` diffs path by
+path; ``static_nodes`` does the same for a static pytree, ``full_repr`` is the text stored
+values are compared by. Public JAX API only (``jax.tree_util``); library objects are
+duck-typed, and anything unexpected leaves the plain texts. Cache misses only.
 """
 
 from __future__ import annotations
@@ -84,7 +78,7 @@ def structure(value: Any, classify: Classify | None = None) -> str:
     compares unequal is told apart. ``analysis.causes.explain`` diffs node maps path by path; JAX's
     treedef text ends the map, so two maps are equal only when the treedefs are.
     """
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     treedef = jax.tree_util.tree_structure(value)
     if getattr(treedef, "num_nodes", 0) == 1 == getattr(treedef, "num_leaves", 0):  # one leaf
@@ -103,7 +97,7 @@ def static_nodes(value: Any, path: str, classify: Classify | None) -> list[tuple
     """The node map lines of a static pytree at ``path`` (equinox's static part of an argument,
     a static argument that is a container): its nodes, as in ``structure``, and its leaves: the
     value of each that is not ``ARRAY`` (JAX compares it with ``==``), ``*`` for an array."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     def leaf(leaf_path: str, item: Any, holder: Any) -> tuple[str, str]:
         if item is ARRAY or item is _UNKNOWN:
@@ -120,7 +114,7 @@ def static_view(value: Any, path: str, classify: Classify | None) -> str | None:
     """A static argument that is a container (a tuple, a NamedTuple, a registered dataclass) as
     a node map by paths (``cfg.steps``), so that the part that changed is named; None for a
     plain value, a very large one, or anything unexpected."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     try:
         treedef = jax.tree_util.tree_structure(value)
@@ -218,7 +212,7 @@ def _keyed_children(value: Any, count: int) -> list[tuple[str, Any]] | None:
     """A custom node's children with JAX's names for them (``.x``; ``[0]``: ``plain_path``)."""
     if value is _UNKNOWN:
         return None
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     try:
         pairs, _ = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda x: x is not value)

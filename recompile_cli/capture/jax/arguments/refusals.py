@@ -1,31 +1,9 @@
 """Calls that JAX refused: a static argument it cannot hash, or whose ``__hash__`` or ``__eq__``
 raised, or a pytree node's static data whose ``__eq__`` raised (checked on JAX 0.10.2 and
-0.12.0).
-
-JAX's C++ dispatch hashes and compares a jitted function's static arguments (and the static
-data of its arguments' pytree nodes) to find the compiled program, on the cached-call path and
-before any hook runs: its refusal (``ValueError: Non-hashable static arguments are not
-supported...``, ``static arguments should be comparable using __eq__...``, ``Exception raised
-while checking equality of metadata fields of pytree...``, or what the value's own
-``__hash__`` raised) reaches no hook. ``refusal`` finds it from the exception and the user's
-frame that made the call:
-
-* the call is read from the frame's code at the instruction that raised (``co_positions``,
-  the source line) and its callee looked up in the frame's locals, globals and builtins, and
-  along attributes through ``__dict__`` and the class (``inspect.getattr_static``), so that
-  no code of the user's runs;
-* the callee is a jitted function (its ``_jit_info``, the ``PjitInfo`` JAX keeps on it): its
-  name and location are the ones the hooks give its traces (``fun_sourceinfo``), so the
-  refusal is filed under that function; or a library's jit wrapper (``equinox.filter_jit``,
-  ``flax.nnx.jit``), filed under the user's function it wraps;
-* the static argument is named from the call (a keyword, or a position among
-  ``static_argnums``, the instance first for a method called on one) and, inside a static
-  tuple, down to the part JAX could not hash (``cfg[1]``, ``cfg.steps``), where the argument
-  is a literal or a name (an argument made by a call, ``Cfg(0.1, {3})``, is named as a whole).
-
-A call made by the runner for a spec, or through a counted call's wrapper, gives the argument
-values themselves (``refusal_of_call``). Anything this cannot read gives no refusal (the
-target's exception stays as it is); a callee made by a call (``Model(2).apply(x)``) is one.
+0.12.0). JAX refuses these in C++ before any hook runs, so ``refusal`` reads the call back from
+the exception and the user's frame without running any of the user's code (how: noted above
+``Refusal``); ``refusal_of_call`` when the values themselves are at hand. Anything it cannot
+read gives no refusal: the target's exception stays as it is.
 """
 
 from __future__ import annotations
@@ -52,6 +30,29 @@ _DEPTH = 4  # levels of nested tuples searched for the part JAX could not hash
 
 
 @dataclass(frozen=True, slots=True)
+# JAX's C++ dispatch hashes and compares a jitted function's static arguments (and the static data
+# of its arguments' pytree nodes) to find the compiled program, on the cached-call path and before
+# any hook runs: its refusal (``ValueError: Non-hashable static arguments are not supported...``,
+# ``static arguments should be comparable using __eq__...``, ``Exception raised while checking
+# equality of metadata fields of pytree...``, or what the value's own ``__hash__`` raised) reaches
+# no hook. ``refusal`` finds it from the exception and the user's frame that made the call:
+#
+# * the call is read from the frame's code at the instruction that raised (``co_positions``, the
+#   source line) and its callee looked up in the frame's locals, globals and builtins, and along
+#   attributes through ``__dict__`` and the class (``inspect.getattr_static``), so that no code of
+#   the user's runs;
+# * the callee is a jitted function (its ``_jit_info``, the ``PjitInfo`` JAX keeps on it): its
+#   name and location are the ones the hooks give its traces (``fun_sourceinfo``), so the refusal
+#   is filed under that function; or a library's jit wrapper (``equinox.filter_jit``,
+#   ``flax.nnx.jit``), filed under the user's function it wraps;
+# * the static argument is named from the call (a keyword, or a position among ``static_argnums``,
+#   the instance first for a method called on one) and, inside a static tuple, down to the part
+#   JAX could not hash (``cfg[1]``, ``cfg.steps``), where the argument is a literal or a name (an
+#   argument made by a call, ``Cfg(0.1, {3})``, is named as a whole).
+#
+# A call made by the runner for a spec, or through a counted call's wrapper, gives the argument
+# values themselves (``refusal_of_call``). Anything this cannot read gives no refusal (the
+# target's exception stays as it is); a callee made by a call (``Model(2).apply(x)``) is one.
 class Refusal:
     """A call of the jitted function ``name`` (defined at ``defined_at``) that JAX refused,
     made at ``call_site``, and why (``error``, ``refused`` set)."""

@@ -1,10 +1,7 @@
-"""Which traced leaves of a call were Python scalars: where a weakly typed value came from.
-
-A Python ``int``, ``float``, ``complex`` or ``bool`` passed to a jitted function is weakly
-typed, and so is an array made from one without a dtype (``jnp.array(1.0)``); their abstract
-values are the same. The advice on a ``weak_type`` re-compile names which of the two it was,
-so the recorder keeps the leaf names of the Python scalars. Runs on cache misses only, inside
-the hooks' ``try``; public JAX APIs only (``jax.tree_util``).
+"""Which traced leaves of a call were Python scalars: a Python number and an array made from one
+without a dtype are both weakly typed with the same abstract value, and the advice on a
+``weak_type`` re-compile names which it was. Cache misses only, inside the hooks' ``try``;
+public JAX API only (``jax.tree_util``).
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ def python_scalar_leaves(names: Sequence[str], avals: Sequence[Any], args: tuple
     None when the arguments do not line up with ``avals`` (a wrapper's own arguments)."""
     if not any(getattr(aval, "weak_type", False) for aval in avals):
         return ()
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     dynamic = ([a for i, a in enumerate(args) if i not in static_nums],
                {k: v for k, v in kwargs.items() if k not in static_names})

@@ -1,13 +1,8 @@
-"""What a JAX call's arguments look like, read from JAX's objects (checked on JAX 0.10.2).
-
-Owns what ``hooks`` hands the recorder about one traced call or lowering (``TraceInfo``,
-``LowerInfo``): leaves (abstract values -> ``Leaf``), argument and parameter names, static
-values (compared in full: ``full_repr``, and as JAX compares them: ``equality``), the function
-kind, the user's function behind a library wrapper, name/location parsing of ``DebugInfo``,
-lowering-key changes, and (through ``replay``) how a top-level call can be made again. Pytree
-structures are in ``pytrees``, the user's paths behind library wrappers in ``wrapped``. Reads
-the objects JAX passes to its own functions (``JitInfo``, ``DebugInfo``, avals) but imports
-nothing from ``jax._src``. Runs on cache misses only, inside the hooks' ``try``.
+"""What a JAX call's arguments look like, read from JAX's objects (checked on JAX 0.10.2): what
+``hooks`` hands the recorder about one trace or lowering (``TraceInfo``, ``LowerInfo``): leaves,
+names, static values (in full and as JAX compares them), the function kind, lowering-key changes
+and (through ``replay``) how to make the call again. Reads the objects JAX passes (``JitInfo``,
+``DebugInfo``, avals) but never imports ``jax._src``. Cache misses only, inside the hooks' ``try``.
 """
 
 from __future__ import annotations
@@ -212,7 +207,7 @@ def _own_placements(leaves: dict[str, Leaf], args: tuple[Any, ...], kwargs: dict
     of each array argument placed on a mesh with ``Auto`` axes, whose abstract value has only
     the type-level spec (``P(None, None)`` whatever the placement). The arguments are flattened
     as JAX flattens them for ``avals``; anything that does not line up leaves them as they are."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     dynamic = (tuple(v for i, v in enumerate(args) if i not in static_nums),
                {k: v for k, v in kwargs.items() if k not in static_names})

@@ -1,13 +1,8 @@
-"""The user's view of a library jit wrapper's arguments (checked on JAX 0.10.2, flax 0.12,
-equinox 0.13).
-
-Wrappers such as ``equinox.filter_jit`` and ``flax.nnx.jit`` jit a function of their own whose
-arguments are the wrapper's (``dynamic_nodonate['rest'][0]``, ``model.states[0][3]``, one
-static tuple). ``user_leaf_names`` maps the traced leaves back to the user's parameters
-(``x``, ``model.lin.kernel``); ``equinox_static`` describes equinox's static tuple by the
-user's paths, so that a changed static field or Python value is named (``model.act``, ``n``)
-instead of the whole tuple. Library objects are duck-typed, and anything unexpected leaves the
-plain names and texts in place. Runs on cache misses only.
+"""The user's view of a library jit wrapper's arguments (checked on JAX 0.10.2, flax 0.12, equinox
+0.13): ``equinox.filter_jit`` and ``flax.nnx.jit`` jit a function of their own, so
+``user_leaf_names`` maps the traced leaves back to the user's parameters (``model.lin.kernel``)
+and ``equinox_static`` names a changed static field (``model.act``) instead of the whole static
+tuple. Library objects are duck-typed; anything unexpected leaves the plain names and texts.
 """
 
 from __future__ import annotations
@@ -79,7 +74,7 @@ def _equinox_renames(fun: Any, args: tuple[Any, ...]) -> dict[str, str]:
     parts = _equinox_parts(fun, args)
     if parts is None:
         return {}
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     params, _, static_first, static_rest = parts
 
@@ -129,7 +124,7 @@ def equinox_static(fun: Any, args: tuple[Any, ...], classify: pytrees.Classify |
 def _rebuilt(static: Any) -> Any:
     """A value split by equinox (``(leaves, treedef)``, arrays left out as None) put together
     again, with ``pytrees.ARRAY`` in place of each array."""
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     leaves, treedef = static
     return jax.tree_util.tree_unflatten(

@@ -65,6 +65,7 @@ _EXCLUDED_FLAGS = ("--xla_dump", "--xla_force_host_platform_device_count")
 def probe() -> str | None:
     """None when the hooks can be installed, else why not (never raises)."""
     try:
+        # lazy: capture loads before the job's environment is set
         from jax._src import cache_key, compilation_cache, compiler
     except Exception as exc:  # pragma: no cover - depends on the installed JAX
         return f"cannot import JAX's compilation cache ({exc})"
@@ -105,6 +106,7 @@ class KeyHooks:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def install(self) -> None:
+        # lazy: capture loads before the job's environment is set
         from jax._src import cache_key, compilation_cache, compiler
 
         for module, name, wrapper in (
@@ -198,6 +200,7 @@ class KeyHooks:
             raise
         if probe is not None:  # returned: written, or refused for its size or a missing cache
             try:
+                # lazy: capture loads before the job's environment is set
                 from jax._src import compilation_cache
 
                 probe.reason = (CacheMissReason.CACHE_DISABLED
@@ -272,6 +275,7 @@ def _jax_stored(key: str, value: Any, warn: Callable[[str], None]) -> float | No
 def _write_refusal(seconds: float, args: tuple[Any, ...], kwargs: dict[str, Any]
                    ) -> CacheMissReason | None:
     """Why ``compiler._cache_write`` will not write, checked in its own order."""
+    # lazy: capture loads before the job's environment is set
     from jax._src import config, distributed
 
     if getattr(distributed.global_state, "process_id", 0) != 0:
@@ -317,7 +321,7 @@ def xla_flags() -> list[str]:
     """The flags JAX hashes into the key (``cache_key._hash_xla_flags``): ``XLA_FLAGS``,
     ``LIBTPU_INIT_ARGS`` and ``--xla*`` program arguments (and ``add_flag_prefixes``'s), sorted,
     without those JAX leaves out (its ``xla_flags_to_exclude_from_cache_key``)."""
-    from jax._src import cache_key
+    from jax._src import cache_key  # lazy: capture loads before the job's environment is set
 
     excluded = tuple(getattr(cache_key, "xla_flags_to_exclude_from_cache_key", ()))
     prefixes = ("--xla", *getattr(cache_key, "get_flag_prefixes", list)())
@@ -333,13 +337,13 @@ def _is_user_file(path: str) -> bool:
 
 
 def _jaxlib_version() -> str:
-    from jax._src import lib
+    from jax._src import lib  # lazy: capture loads before the job's environment is set
 
     return str(getattr(lib, "version_str", ""))
 
 
 def _config_values() -> dict[str, str]:
-    import jax
+    import jax  # lazy: capture loads before the job's environment is set
 
     values = getattr(jax.config, "values", {})
     return {name.removeprefix("jax_"): str(values[name]) for name in _CONFIG_NAMES

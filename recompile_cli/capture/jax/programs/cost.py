@@ -55,7 +55,7 @@ def cost_of(closed_jaxpr: Any, lowering: Any, fun: Any = None,
 
 class _Walk:
     def __init__(self, closed_jaxpr: Any) -> None:
-        from jax._src import core
+        from jax._src import core  # lazy: capture loads before the job's environment is set
 
         self._params = core.jaxprs_in_params
         self._closed = closed_jaxpr
@@ -163,6 +163,7 @@ def _user_function(jaxpr: Any) -> str | None:
 
 
 def _line(code: Any, lasti: int) -> int:
+    # lazy: capture loads before the job's environment is set
     from jax._src.lib import xla_client  # type: ignore[attr-defined]
 
     line = xla_client.Traceback.code_addr2line(code, lasti)
@@ -185,6 +186,7 @@ def _module_ops(lowering: Any) -> tuple[int | None, bool]:
     walk = getattr(getattr(module, "operation", None), "walk", None)
     if walk is None:
         return None, False
+    # lazy: capture loads before the job's environment is set
     from jax._src.lib.mlir import ir  # type: ignore[attr-defined]
 
     advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
@@ -215,7 +217,7 @@ def _constant(value: Any, where: str | None, size: int, fun: Any) -> ConstantCos
             defined_at = f"{path}:{line}" if line else None
     except Exception:
         pass
-    import numpy as np
+    import numpy as np  # lazy: capture loads before the job's environment is set
 
     kind = "numpy array" if isinstance(value, np.ndarray) else "jax array"
     return ConstantCost(size, shape, dtype, kind, where if where != _UNKNOWN else None,
@@ -223,7 +225,7 @@ def _constant(value: Any, where: str | None, size: int, fun: Any) -> ConstantCos
 
 
 def _variable_of(value: Any, where: str | None, fun: Any) -> tuple[str, str] | None:
-    import numpy as np
+    import numpy as np  # lazy: capture loads before the job's environment is set
 
     try:
         data = np.asarray(value)

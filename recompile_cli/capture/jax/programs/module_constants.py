@@ -32,7 +32,7 @@ def large_constant_digests(module: Any, limit: int = LARGE_ELEMENTS) -> list[str
             if getattr(value, "is_splat", True) or len(value) <= limit:
                 continue
             try:
-                import numpy as np
+                import numpy as np  # lazy: capture loads before the job's environment is set
 
                 data = np.asarray(value).tobytes()
             except Exception:
