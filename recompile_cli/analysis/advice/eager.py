@@ -1,68 +1,125 @@
 """What to do about compiles of code not yours at a line of yours (``analysis.eager_lines``):
-why the line compiles, in words, and its fix, by what its operations did and where the line
-ran.
+why the line compiles, in words, and its fix, by the change that repeats and where the line ran.
 
-* A *storm* (an operation compiling again for new inputs): inside a host callback, convert the
-  callback's arguments to NumPy first (NumPy compiles nothing); elsewhere, give the operation
-  fixed shapes (``jnp.where`` with a fixed size, ``size=`` on ``jnp.nonzero``, padding to a few
-  sizes) or move it into a jitted function of yours, where it is traced once per shape of that
-  function's arguments instead of compiled per value.
-* A line that compiles many operations once each (a model built op by op, its initialisers):
-  a one-time cost; build it under ``jax.jit`` (``nnx.jit``, ``jax.jit(model.init)``) or accept
-  it. Advised only for a line of several operations that is a large share of the run's compile
-  time.
+* A *storm* (one operation compiling again and again, ``EagerLine.storming``), by what repeats:
+  - new sizes of the same inputs (``SHAPE``): inside a host callback, convert the callback's
+    arguments to NumPy first (NumPy compiles nothing); elsewhere, give the operation fixed
+    shapes (``jnp.where`` with a fixed size, ``size=`` on ``jnp.nonzero``, padding to a few
+    sizes) or move it into a jitted function of yours, where it is traced once per shape of
+    that function's arguments instead of compiled per value. A sweep over sizes that is meant
+    compiles once per size, as it should: the advice says so.
+  - the same inputs with a new function each call (``NEW_FUNCTION``: a closure made anew, as an
+    optimizer's eager ``update`` makes its loop bodies): jit the step that holds the line, or
+    create the function once outside the loop.
+* A line that compiles many operations once each: a one-time cost. Advised only for a line of
+  several operations that is a large share of the run's compile time: a model's initialisers
+  (random draws among its operations): build it under ``jax.jit`` (``nnx.jit``,
+  ``jax.jit(model.init)``); JAX's operations alone (an eager ``jax.value_and_grad`` through a
+  model): run it under ``jax.jit``; a library's own set-up reached from the line (one of its
+  functions among the operations, no initialisers): the library's one-time cost, no advice.
 """
 
 from __future__ import annotations
 
 from recompile_cli.analysis.eager_lines import EagerLine, LineOp
 from recompile_cli.analysis.shorten import counted
-from recompile_cli.session.model import CauseCode
+from recompile_cli.session.model import CauseCode, Owner
 
 ONE_TIME_OPS = 5  # a one-time line is advised from this many operations (a model, not an op)
 ONE_TIME_SHARE = 0.25  # ... this share of all compile seconds
 ONE_TIME_SECONDS = 0.5  # ... and this many seconds
+INITIALISERS_SHARE = 0.2  # random draws among a line's operations that make it a model's init
+_RANDOM = frozenset({"_uniform", "_normal", "_truncated_normal", "_bernoulli", "_randint",
+                     "_orthogonal", "_gamma", "_beta", "_categorical", "_choice", "_permutation"})
+
+
+def _storms(line: EagerLine, code: CauseCode) -> tuple[LineOp, ...]:
+    return tuple(op for op in line.storming if op.code == code)
 
 
 def why(line: EagerLine) -> str:
-    """```gather`, `add` compiled again here for new inputs, 32 times in 34 compiles (last of
-    `gather`: shape at args[1]: i32[3,1] -> i32[5,1])``, or ``8 operations compiled here one by
-    one (...), a one-time cost ...``."""
-    op = line.worst
+    """```gather`, `add` compiled again here for new sizes of the same inputs, 32 times in 34
+    compiles (last of `gather`: shape at args[1]: i32[3,1] -> i32[5,1]); ...``, or ``64
+    compiles here of 8 functions (...), each operation once, a one-time cost ...``."""
     if line.storm:
-        again = [found for found in line.ops if found.again]
-        text = (f"{_names(tuple(again))} compiled again here for new inputs, "
-                f"{counted(line.again, 'time')} in {counted(line.compiles, 'compile')}")
-        if op.change:
-            text += f" (last of {_name(op)}: {op.change})"
-        if any(found.code == CauseCode.SHAPE for found in again):
-            text += ("; a shape that depends on the values (boolean-mask indexing `x[mask]`, "
-                     "`jnp.nonzero` or `jnp.unique` without `size=`) makes a new one each call")
-        return text
-    return (f"{counted(len(line.ops), 'operation')} compiled here one by one "
-            f"({counted(line.compiles, 'compile')}: {_names(line.ops)}), a one-time cost "
-            "unless the line runs again with new inputs")
+        parts = []
+        sized = _storms(line, CauseCode.SHAPE)
+        if sized:
+            text = (f"{_names(sized)} compiled again here for new sizes of the same inputs, "
+                    f"{counted(sum(op.repeated for op in sized), 'time')} in "
+                    f"{counted(line.compiles, 'compile')}")
+            if sized[0].change:
+                text += f" (last of {_name(sized[0])}: {sized[0].change})"
+            parts.append(text + "; a shape that depends on the values (boolean-mask indexing "
+                         "`x[mask]`, `jnp.nonzero` or `jnp.unique` without `size=`) makes a "
+                         "new one each call, and so does a sweep over sizes")
+        made = _storms(line, CauseCode.NEW_FUNCTION)
+        if made:
+            text = (f"{_names(made)} compiled again here for the same inputs, "
+                    f"{counted(sum(op.repeated for op in made), 'time')} in "
+                    f"{counted(line.compiles, 'compile')}: its function is a new object each "
+                    "call (a closure or loop body made anew by the call, as an eager optimizer "
+                    "`update` makes), which JAX's cache never finds again")
+            sizes = sum(op.new_sizes for op in made)
+            if sizes:
+                text += (f" (and {counted(sizes, 'time')} for new sizes: a sweep over sizes "
+                         "compiles once per size, as it should)")
+            parts.append(text)
+        return "; ".join(parts)
+    library = _library(line)
+    text = (f"{counted(line.compiles, 'compile')} here of {counted(len(line.ops), 'function')} "
+            f"({_names(line.ops)}), each operation once")
+    if library and not _initialises(line):
+        return (f"{text}: `{library}`'s own set-up reached from this call, the library's "
+                "one-time cost, not a storm of yours")
+    return text + ", a one-time cost unless the line runs again with new inputs"
 
 
 def fix(line: EagerLine, compile_seconds: float) -> str | None:
     """The fix for the line, or ``None`` where none is worth its change (``compile_seconds``:
     the run's, for the one-time rule)."""
     if line.storm:
-        saved = line.again
-        if line.host_callback is not None:
-            return (f"it runs inside `{line.host_callback}`: convert the callback's arguments to "
-                    "NumPy at its top (`x = np.asarray(x)`); NumPy operations compile nothing "
-                    f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
-        return ("give the operation fixed shapes: `jnp.where(mask, x, 0)` instead of `x[mask]`, "
-                "`jnp.nonzero(mask, size=N)`, or padding to a few sizes; or move the line into "
-                "a jitted function of yours, or into NumPy where it works on host data "
-                f"(saves about {counted(saved, 'compile')}, {line.again_seconds:.3f} s)")
+        saves = (f"saves about {counted(line.storm_again, 'compile')}, "
+                 f"{line.storm_again_seconds:.3f} s")
+        fixes = []
+        if _storms(line, CauseCode.SHAPE):
+            if line.host_callback is not None:
+                fixes.append(f"it runs inside `{line.host_callback}`: convert the callback's "
+                             "arguments to NumPy at its top (`x = np.asarray(x)`); NumPy "
+                             "operations compile nothing")
+            else:
+                fixes.append("give the operation fixed shapes: `jnp.where(mask, x, 0)` instead "
+                             "of `x[mask]`, `jnp.nonzero(mask, size=N)`, or padding to a few "
+                             "sizes; or move the line into a jitted function of yours, or into "
+                             "NumPy where it works on host data (if the sizes are a sweep you "
+                             "meant, each compiles once, as it should: keep it)")
+        if _storms(line, CauseCode.NEW_FUNCTION):
+            fixes.append("jit the step that holds this line (`jax.jit` of the loop's body, or of "
+                         "the optimizer's `update`) so that it compiles once, or create the "
+                         "function once, outside the loop, and pass what changes as arguments")
+        return "; ".join(fixes) + f" ({saves})"
     if (len(line.ops) >= ONE_TIME_OPS and line.seconds >= ONE_TIME_SECONDS
             and line.seconds >= ONE_TIME_SHARE * compile_seconds):
-        return ("build the model under `jax.jit` to compile it as one program (Flax NNX: "
-                "`nnx.jit` of a function that makes it; Linen: `jax.jit(model.init)`), or "
-                "accept the one-time cost")
+        if _initialises(line):
+            return ("build the model under `jax.jit` to compile it as one program (Flax NNX: "
+                    "`nnx.jit` of a function that makes it; Linen: `jax.jit(model.init)`), or "
+                    "accept the one-time cost")
+        if _library(line) is None:
+            return ("run it under `jax.jit` (Equinox: `eqx.filter_jit`) to compile it as one "
+                    "program instead of one per operation, or accept the one-time cost")
     return None
+
+
+def _initialises(line: EagerLine) -> bool:
+    """Whether the line draws a model's initial values: random draws are a share of its
+    operations."""
+    drawn = sum(1 for op in line.ops if op.name in _RANDOM)
+    return drawn > 0 and drawn >= INITIALISERS_SHARE * len(line.ops)
+
+
+def _library(line: EagerLine) -> str | None:
+    """The library whose own functions compiled at the line, where one did."""
+    return next((op.package for op in line.ops if op.owner == Owner.LIBRARY), None)
 
 
 def _name(op: LineOp) -> str:

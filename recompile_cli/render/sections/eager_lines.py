@@ -22,12 +22,15 @@ from recompile_cli.analysis.report import Report, package_of, shown_name
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.render.fit import Table
 from recompile_cli.session.locations import display, relative
+from recompile_cli.session.model import CauseCode
 
 TITLE = "Compiles at your lines (eager operations, library functions)"
 HEADERS = ["line", "compiles", "again", "seconds", "operations", "storm"]
 LISTED = 10  # lines listed (every line with --all, up to MAX_ROWS)
 MAX_ROWS = 30
 _OPS_SHOWN = 3
+_REPEAT: dict[CauseCode | None, str] = {CauseCode.SHAPE: "new sizes",
+                                         CauseCode.NEW_FUNCTION: "a new function each call"}
 
 
 def _op_label(op: LineOp) -> str:
@@ -54,15 +57,18 @@ def rows(report: Report, show_all: bool = False) -> Table:
 
 def storm_lines(eager: EagerReport, shown: int = 2) -> list[str]:
     """The headline's lines, one per line of yours that storms (the most compiling ``shown``):
-    ``eager compiles at storm.py:6 (log_episodes): 102 (1.812 s), 96 of them again for new
-    inputs (gather ...)``."""
+    ``eager storm at storm.py:6 (log_episodes): 102 compiles of code not yours (1.812 s), 96
+    of them again (gather, add: new sizes)``."""
     out = []
     for line in eager.storms[:shown]:
-        again = [op.name for op in line.ops if op.again][:2]
-        more = sum(1 for op in line.ops if op.again) - len(again)
+        storming = line.storming
+        names = [op.name for op in storming[:2]]
+        more = len(storming) - len(names)
+        why = sorted({_REPEAT.get(op.code, "again") for op in storming})
         text = (f"eager storm at {relative(line.line)}: {counted(line.compiles, 'compile')} of "
-                f"code not yours ({line.seconds:.3f} s), {line.again} again for new inputs ("
-                + ", ".join(again) + (f", +{more} more" if more else "") + ")")
+                f"code not yours ({line.seconds:.3f} s), {line.storm_again} of them again ("
+                + ", ".join(names) + (f", +{more} more" if more else "")
+                + ": " + ", ".join(why) + ")")
         if line.host_callback:
             text += f", in {line.host_callback}"
         out.append(text)
@@ -102,8 +108,8 @@ def _more(eager: EagerReport, show_all: bool) -> str | None:
 
 
 def _heading() -> str:
-    return (f"{TITLE}; a line storms when an operation compiles {STORM} times or more for new "
-            "inputs")
+    return (f"{TITLE}; a line storms when one operation compiles {STORM} times or more there, "
+            "for new sizes of the same inputs or for a new function each call")
 
 
 def text_section(report: Report, show_all: bool, heading: str, text: Callable[[Any], str],

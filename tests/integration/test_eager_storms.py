@@ -1,0 +1,162 @@
+"""What an eager storm is (issue 43), on real JAX and real libraries: a storm is one operation
+compiling again and again at a line, and its advice follows what repeats. A boolean mask's new
+sizes storm with the fixed-size advice; a closure made anew each call storms with the advice to
+jit the step or make the closure once; an eager ``value_and_grad`` through a model (many
+operations, each once) and a library's set-up reached from one call (NumPyro's ``mcmc.run``) are
+a one-time cost, never a storm. The gate ``--max-eager-compiles`` still counts every compile at
+a line."""
+
+from __future__ import annotations
+
+import pytest
+from jax_support import requires_private_hooks
+from test_eager_lines import at, line_of
+
+
+def storms(report: dict) -> list[dict]:
+    return [line for line in report["eager_lines"]["lines"] if line["storm"]]
+
+
+def suggestion_for(report: dict, line: dict) -> str | None:
+    found = [s["message"] for s in report["suggestions"] if s["function"] == line["line"]]
+    return found[0] if found else None
+
+
+MASKS = """
+import jax.numpy as jnp
+
+x = jnp.arange(40.0)
+for threshold in range(5, 30, 2):
+    picked = x[x < threshold]  # mask-line
+    print(picked.sum())
+"""
+
+
+@requires_private_hooks
+def test_a_mask_storms_for_new_sizes_with_the_fixed_size_advice(cli, program, tmp_path):
+    prog = program("masks", MASKS)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    storm = at(report, prog, line_of(prog, "# mask-line"))
+    assert storm["storm"] is True
+    gather = next(op for op in storm["ops"] if op["name"] == "gather")
+    assert gather["code"] == "shape" and gather["repeats"] >= 10
+    assert gather["change"].startswith("shape at args[1]: i32[")
+    message = suggestion_for(report, storm)
+    assert "new sizes of the same inputs" in message and "jnp.where(mask, x, 0)" in message
+    assert "new function" not in message
+    out = result.stdout.replace("\n  ", " ")
+    assert f"eager storm at {prog}:{line_of(prog, '# mask-line')}" in out or (
+        f"masks.py:{line_of(prog, '# mask-line')} (<module>)" in out)
+    assert ": new sizes)" in out
+
+
+CLOSURES = """
+import jax, jax.numpy as jnp
+
+def update(g, scale):
+    def body(carry, x):  # a new closure each call, as an eager optimizer update makes
+        return carry + x * scale, None
+    out, _ = jax.lax.scan(body, jnp.zeros(()), g)  # scan-line
+    return out
+
+g = jnp.arange(8.0)
+for step in range(12):
+    u = update(g, 0.5)
+"""
+
+
+@requires_private_hooks
+def test_a_closure_made_each_call_storms_with_the_jit_advice_not_the_mask_fix(
+        cli, program, tmp_path):
+    prog = program("closures", CLOSURES)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    (storm,) = storms(report)
+    assert storm["line"] == f"{prog}:{line_of(prog, '# scan-line')} (update)"
+    (scan,) = [op for op in storm["ops"] if op["name"] == "scan"]
+    assert scan["code"] == "new_function" and scan["new_functions"] == 11
+    assert scan["repeats"] == 12 and scan["new_sizes"] == 0
+    message = suggestion_for(report, storm)
+    assert "jit the step" in message and "create the function once" in message
+    assert "jnp.where" not in message and "mask" not in message
+    assert "saves about 11 compiles" in message
+    assert "a new function each call" in result.stdout.replace("\n  ", " ")
+
+
+MODEL_GRAD = """
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+widths = [8, 16, 24, 32, 40, 48, 56, 3]
+keys = jax.random.split(jax.random.PRNGKey(0), len(widths) - 1)
+layers = [eqx.nn.Linear(a, b, key=k) for a, b, k in zip(widths, widths[1:], keys)]
+
+
+def loss(layers, x):
+    for layer in layers:
+        x = jax.nn.relu(jax.vmap(layer)(x))
+    return jnp.mean(x)
+
+
+x = jnp.ones((4, 8))
+value, grads = eqx.filter_value_and_grad(loss)(layers, x)  # grad-line
+print(value)
+"""
+
+
+@requires_private_hooks
+def test_an_eager_grad_through_a_model_is_a_one_time_cost_never_a_storm(cli, program, tmp_path):
+    pytest.importorskip("equinox")
+    prog = program("model_grad", MODEL_GRAD)
+    result, report = cli.json("run", "--max-eager-compiles", "20", prog, tmp_path=tmp_path)
+    line = at(report, prog, line_of(prog, "# grad-line"))
+    assert line["compiles"] > 20 and line["storm"] is False
+    # many different operations: the same primitive for each layer's shapes is not a repeat
+    assert not storms(report)
+    assert "eager storm" not in result.stdout
+    assert all("jnp.where" not in s["message"] for s in report["suggestions"])
+    message = suggestion_for(report, line)
+    if message is not None:  # advised when the line is a large share of the compile time
+        assert "each operation once" in message and "jax.jit" in message
+    # the gate still counts every compile at the line
+    assert result.exit_code == 1, result.output
+    assert "max_eager_compiles 20" in result.output
+
+
+FUNNEL = """
+from jax import random
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import MCMC, NUTS
+
+
+def model(dim=10):
+    y = numpyro.sample("y", dist.Normal(0, 3))
+    numpyro.sample("x", dist.Normal(jnp.zeros(dim - 1), jnp.exp(y / 2)))
+
+
+def run_inference(model, rng_key):
+    mcmc = MCMC(NUTS(model), num_warmup=20, num_samples=20, progress_bar=False)
+    mcmc.run(rng_key)  # run-line
+    return mcmc.get_samples()
+
+
+samples = run_inference(model, random.PRNGKey(0))
+"""
+
+
+@requires_private_hooks
+def test_a_librarys_set_up_from_one_call_is_its_one_time_cost_not_a_storm(
+        cli, program, tmp_path):
+    pytest.importorskip("numpyro")
+    prog = program("funnel", FUNNEL)
+    result, report = cli.json("run", "--all", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    line = at(report, prog, line_of(prog, "# run-line"))
+    assert line["compiles"] > 30 and line["storm"] is False
+    assert not storms(report)
+    assert "eager storm" not in result.stdout
+    assert suggestion_for(report, line) is None  # nothing of the user's to fix
