@@ -232,7 +232,7 @@ def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Sugge
             out.append(Suggestion(
                 line.line, SuggestionCode.EAGER_COMPILES,
                 f"{eager_advice.why(line)}. Fix: {fix}.",
-                predicted_compiles=line.compiles - line.again if line.storm else None))
+                predicted_compiles=line.compiles - line.storm_again if line.storm else None))
     return out
 
 
