@@ -1,12 +1,18 @@
-"""recompile-cli: a recompilation profiler for JAX.
+"""recompile-cli: a recompilation profiler for JAX. Capture -> frozen ``Session`` -> analysis
+-> renderers and gates.
 
-Capture (``Recorder``) -> frozen ``Session`` -> ``analyse`` -> renderers and gates.
+Owns the public names (``record``, ``analyse``, ``forecast``, ``guard``...), resolved lazily from
+``api`` and ``guards``, and the ``%load_ext recompile_cli`` hooks. Importing it must never import
+JAX, pandas, IPython or any subpackage, nor have side effects: the measured child imports it.
 
-From Python: ``record()`` (a context manager and decorator), ``analyse``, ``forecast`` (the
-compiles of a list of calls, traced, not run), ``load_session`` / ``save_session``, and the
-runtime ``guard()`` / ``install_guard()``. In Jupyter:
-``%load_ext recompile_cli`` adds the ``%recompiles`` / ``%%recompiles`` magics. Importing the
-package stays cheap and has no side effects: JAX, pandas and IPython are imported on first use.
+Map: ``capture/`` (the only code that runs inside the user's program), ``session/`` (the frozen
+record and its files), ``analysis/`` (session -> report, pure), ``render/`` (report -> text),
+``gate/`` (limits, budgets, baselines), ``api/`` (Python, pytest, notebooks), ``guards/`` (the
+runtime guard), ``cli/`` (the command line, the only code that prints), ``process/`` (the
+measured process), ``inputs/`` (argument specs, jit options), ``errors.py`` (user-facing errors),
+``exits.py`` (exit codes, signals), ``fileio.py`` (writing output files), ``options.py`` (option
+checks shared by every front door), ``ranges.py`` (numeric ranges), ``__main__.py`` (the
+``recompile-cli`` entry point).
 """
 
 from __future__ import annotations
@@ -71,13 +77,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext recompile_cli``: adds the ``%recompiles`` and ``%%recompiles`` magics."""
-    from recompile_cli.api.notebook import load_ipython_extension as load
+    from recompile_cli.api.notebook import load_ipython_extension as load  # import stays light
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext recompile_cli``: removes the magics."""
-    from recompile_cli.api.notebook import unload_ipython_extension as unload
+    from recompile_cli.api.notebook import unload_ipython_extension as unload  # stays light
 
     unload(ipython)

@@ -28,13 +28,13 @@ def _note(signum: int, frame: Any) -> None:
 def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _note)
-    from recompile_cli.process import prestart
+    from recompile_cli.process import prestart  # after the handlers: nothing before them
 
     prestart.start(sys.argv[1:])  # a run's measured process starts while the options parse
-    from recompile_cli import exits
+    from recompile_cli import exits  # after prestart, so that the measured child starts first
 
     exits.defer_signals(_early)
-    from recompile_cli.cli.app import main as run_app
+    from recompile_cli.cli.app import main as run_app  # heavy: only with signals deferred
 
     try:
         run_app()

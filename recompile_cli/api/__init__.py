@@ -1,10 +1,12 @@
-"""The Python API: ``record()`` and its report, ``analyse``, ``forecast()``, the notebook magics
-(``notebook``) and the pytest plugin (``pytest_plugin``).
+"""The Python API, which ``import recompile_cli`` re-exports lazily: it wires capture, analysis,
+renderers and gates for Python, pytest and notebooks, and owns no analysis of its own.
 
-``record`` records a block or a function (``recording.py``), ``RecompileReport`` is its analysed
-report with its gate and DataFrames (``report.py``), and ``forecast`` predicts the compiles of a
-list of calls without running them (``forecast.py``). ``import recompile_cli`` re-exports the
-public names lazily; this package is what they resolve to.
+Map: ``recording.py`` (``record()``, ``analyse``), ``report.py`` (``RecompileReport``, its gate,
+``to_pandas``), ``forecast.py`` (compiles of a list of calls, traced, not run), ``notebook.py``
+(the ``%recompiles`` magics), ``pytest_plugin.py`` (the ``max_compiles`` marker and fixture).
+
+The pytest plugin loads in every pytest session and imports this package: importing it must not
+import JAX, pandas, IPython, or the analysis, gate, guards and capture modules (local imports).
 """
 
 from recompile_cli.api.recording import Recording, analyse, record

@@ -1,19 +1,9 @@
-"""Forecasts from Python: how many compiles a list of calls needs, and which a warm-up misses,
-before anything runs.
+"""``forecast()``: the compiles a list of calls needs, and which a warm-up misses, traced on
+abstract arguments and never executed or compiled (``capture.running.forecast``), analysed as
+``analyse()`` does. ``recompile-cli forecast`` runs the same steps in its measured child.
 
-``forecast`` wires ``capture.running.forecast`` (tracing on abstract arguments under the recorder)
-to the same analysis as ``analyse()`` and returns its ``RecompileReport`` (``recompile-cli
-forecast`` runs the same steps in its measured child process, ``process.child``)::
-
-    import jax, recompile_cli
-
-    report = recompile_cli.forecast(step, [(jax.ShapeDtypeStruct((32, 8), "float32"),),
-                                           (jax.ShapeDtypeStruct((4, 8), "float32"),)])
-    report.report.totals.compiles   # 2: nothing ran, nothing compiled
-
-A warm-up (``warmup=``) is a list of calls made first, with the same function object; every
-compile of the workload after it is a signature that the warm-up does not cover, listed in the
-session's warnings with the call that first needs it and its cause (``analysis.warmup.coverage``).
+A warm-up's misses become the session's warnings (``analysis.warmup.coverage``). JAX and
+PyYAML load on a forecast, never on import.
 """
 
 from __future__ import annotations
@@ -24,10 +14,15 @@ from typing import TYPE_CHECKING, Any
 from msgspec.structs import replace
 
 from recompile_cli import options
+from recompile_cli.analysis.report import build_report
+from recompile_cli.analysis.warmup.coverage import coverage_notes
+from recompile_cli.api.report import RecompileReport
+from recompile_cli.capture.running import runner
+from recompile_cli.errors import JitOptionError
+from recompile_cli.inputs.jit_options import check_static_args
 from recompile_cli.session.model import HookMode
 
 if TYPE_CHECKING:
-    from recompile_cli.api.report import RecompileReport
     from recompile_cli.inputs.spec import Spec
 
 __all__ = ["forecast"]
@@ -50,10 +45,7 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
             for a function that is already jitted (they would not apply), or naming a parameter
             that ``fn`` does not have.
     """
-    from recompile_cli.analysis.report import build_report
-    from recompile_cli.analysis.warmup.coverage import coverage_notes
-    from recompile_cli.api.report import RecompileReport
-    from recompile_cli.capture.running import runner
+    # JAX (capture.running.forecast) and PyYAML (inputs.spec): on a forecast, never on import
     from recompile_cli.capture.running.forecast import Forecaster, forecast_session
     from recompile_cli.inputs.spec import after_warmup
 
@@ -76,13 +68,9 @@ def forecast(fn: Callable[..., Any], calls: Iterable[Any], *,
 
 def _check_jit_options(fn: Callable[..., Any], jit_options: dict[str, Any]) -> None:
     """Jit options apply to a plain function only, and name its parameters."""
-    from recompile_cli.capture.running.runner import is_jitted
-    from recompile_cli.errors import JitOptionError
-    from recompile_cli.inputs.jit_options import check_static_args
-
     if not jit_options:
         return
-    if is_jitted(fn):
+    if runner.is_jitted(fn):
         raise TypeError(f"{', '.join(sorted(jit_options))}: fn is already jitted, so these jit "
                         "options would not apply; pass the plain function, or jit it with "
                         "them yourself and pass no jit options")
@@ -93,7 +81,7 @@ def _check_jit_options(fn: Callable[..., Any], jit_options: dict[str, Any]) -> N
 
 
 def _api_spec(calls: Any, name: str) -> Spec:
-    from recompile_cli.inputs.spec import Case, Spec
+    from recompile_cli.inputs.spec import Case, Spec  # PyYAML: not on import
 
     cases = [Case(i, f"{name}[{i}]", args, kwargs, f"{name}[{i}]")
              for i, (args, kwargs) in enumerate(options.calls(calls, name))]

@@ -1,19 +1,8 @@
-"""Jupyter / IPython: the inline HTML report and the ``%recompiles`` magics.
-
-``%load_ext recompile_cli`` registers two magics that record with ``recompile_cli.record()``
-(the same recorder, session and analysis as the command line) and display the report:
-
-* ``%recompiles STATEMENT`` records one line;
-* ``%%recompiles [--all] [--max-compiles N] [--keep-caches] [--save PATH]`` records a cell.
-  ``--max-compiles`` evaluates the CLI's gate on every user function and shows the violations
-  first, in red; ``--save`` writes the session for ``recompile-cli report``.
-
-The last report is also stored in the user namespace as ``_recompiles``.
-
-The report shown inline is ``RecompileReport._repr_html_``: the HTML report's fragment
-(``render.html.fragment``: the page's sections, gate violations first, no script, no network),
-with notebook cells named as IPython names them (``session.locations.cells``). IPython is imported
-only when the extension is loaded.
+"""Jupyter / IPython: the ``%recompiles`` / ``%%recompiles`` magics (``%load_ext
+recompile_cli``), which record with ``record()``, display the inline report
+(``RecompileReport._repr_html_``), keep it as ``_recompiles`` and, with ``--max-compiles`` and
+``--save``, gate and save it. The report is shown whatever the code did (an exception, an
+interrupt). IPython is imported only when the extension loads, never on import.
 """
 
 from __future__ import annotations
@@ -22,6 +11,12 @@ import importlib
 import re
 import sys
 from typing import TYPE_CHECKING, Any
+
+from recompile_cli import options
+from recompile_cli.api.recording import record
+from recompile_cli.errors import RecompileError
+from recompile_cli.exits import deferred_signals
+from recompile_cli.render.escape import terminal
 
 if TYPE_CHECKING:
     from recompile_cli.api.report import RecompileReport
@@ -62,8 +57,8 @@ def _magics_class() -> type:
         (``%%recompiles [OPTIONS]``) and show the recompilation report."""
         __tracebackhide__ = True  # IPython leaves the magic's frames out of a cell's traceback
         usage = importlib.import_module("IPython.core.error").UsageError
-        options, code = _split_line(line) if cell is None else (line, cell)
-        args = arguments.parse_argstring(self.recompiles, options)  # UsageError when bad
+        flags, code = _split_line(line) if cell is None else (line, cell)
+        args = arguments.parse_argstring(self.recompiles, flags)  # UsageError when bad
         problem = _problem(args, code, cell is None)
         if problem is not None:  # a usage line, no traceback
             raise usage(f"{problem}. {_USAGE}")
@@ -97,9 +92,6 @@ _USAGE = ("Usage: %recompiles [--all] [--max-compiles N] [--keep-caches] [--save
 
 def _problem(args: Any, code: str, line_magic: bool) -> str | None:
     """What is wrong with the magic's options or statement (checked before anything runs)."""
-    from recompile_cli import options
-    from recompile_cli.render.escape import terminal
-
     if line_magic and code.lstrip().startswith("-"):
         return f"unknown option {terminal(code.split()[0])!r}"
     if not code.strip():
@@ -122,11 +114,11 @@ _LEADING_OPTION = re.compile(
 def _split_line(line: str) -> tuple[str, str]:
     """``--max-compiles 1 f(x)`` -> (``--max-compiles 1``, ``f(x)``): the leading options of
     the line magic, then the statement as written."""
-    options, position = [], 0
+    flags, position = [], 0
     while (match := _LEADING_OPTION.match(line, position)) is not None:
-        options.append(match.group(1))
+        flags.append(match.group(1))
         position = match.end()
-    return " ".join(options), line[position:].strip()
+    return " ".join(flags), line[position:].strip()
 
 
 def _run_recorded(shell: Any, code: str, show_all: bool, max_compiles: int | None,
@@ -135,9 +127,6 @@ def _run_recorded(shell: Any, code: str, show_all: bool, max_compiles: int | Non
     code did (an exception, ``sys.exit``, Ctrl-C or a kernel interrupt): the report first,
     then a ``--save`` that failed, then the code's own exception as IPython shows it."""
     __tracebackhide__ = True  # the cell's traceback shows the cell's frames, not these
-    from recompile_cli.api.recording import record
-    from recompile_cli.exits import deferred_signals
-
     display: Any = importlib.import_module("IPython.display").display
 
     recording = record(label, keep_caches=keep_caches)
@@ -173,9 +162,6 @@ def _save(report: RecompileReport, path: str | None) -> str | None:
     or None."""
     if not path:
         return None
-    from recompile_cli.errors import RecompileError
-    from recompile_cli.render.escape import terminal
-
     try:
         report.save(path)
     except (OSError, RecompileError) as exc:

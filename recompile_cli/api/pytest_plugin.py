@@ -34,6 +34,7 @@ class Recompiles:
     """
 
     def __init__(self, name: str) -> None:
+        # the plugin loads in every pytest session: the API only in tests that use it
         from recompile_cli.api.recording import Recording
 
         self._recording = Recording(name)
@@ -67,7 +68,7 @@ class Recompiles:
         return self.report.causes(function)
 
     def assert_max_compiles(self, n: int | None = None, **per_function: int) -> None:
-        from recompile_cli.api.report import gated
+        from recompile_cli.api.report import gated  # the plugin itself stays light
 
         checked, unmatched = gated(self.report, n, per_function)
         messages = _messages(checked) + unmatched
@@ -98,6 +99,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return (yield)
+    # the plugin loads in every pytest session: the API only in marked tests
     from recompile_cli.api.report import compile_limits, gated
     from recompile_cli.guards.errors import UnmatchedBudgetWarning
 

@@ -1,20 +1,8 @@
-"""The Python API: record a block or a function, analyse it, read the tables as DataFrames.
+"""``record()``: record a block, a function, a generator or a coroutine with the CLI's
+``Recorder``, and ``analyse`` a session into a ``RecompileReport``; wiring only, no analysis.
 
-Everything here runs on the same ``Recorder``, ``Session``, ``analyse`` and renderers as the
-command line; this module only wires them together for use from Python and notebooks::
-
-    import recompile_cli
-
-    with recompile_cli.record() as rec:
-        step(x)
-        step(y)
-    rec.report                       # in Jupyter: the report inline (summary, causes, tips)
-    print(rec.report.text())         # the terminal report of ``recompile-cli run``
-    frames = rec.report.to_pandas()  # functions / events / causes DataFrames
-    recompile_cli.save_session(rec.session, "run.json")   # ``recompile-cli report run.json``
-
-JAX is imported when a recording starts, and pandas only when a DataFrame is asked for
-(``to_pandas``, ``.functions``, ``.cause_table``, ``.events``); neither on import.
+JAX loads when a recording starts (which clears JAX's caches unless ``keep_caches``), never on
+import; the pytest plugin imports this module, so analysis and capture are imported locally.
 """
 
 from __future__ import annotations
@@ -28,8 +16,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from msgspec.structs import replace
+
 from recompile_cli import options
 from recompile_cli.api.report import RecompileReport
+from recompile_cli.session.locations import relative
 from recompile_cli.session.model import HookMode, Session
 
 if TYPE_CHECKING:
@@ -43,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def analyse(session: Session) -> RecompileReport:
     """Analyse a session (recorded, or loaded with ``load_session``): causes, per-function
     totals, the cost-ranked cause table and suggestions, as the command line reports them."""
-    from recompile_cli.analysis.report import build_report
+    from recompile_cli.analysis.report import build_report  # pytest plugin: light
 
     if not isinstance(session, Session):
         hint = (f" (a path? load it first: recompile_cli.load_session({session!r}))"
@@ -81,9 +72,9 @@ class Recording:
         self._report: RecompileReport | None = None
 
     def __enter__(self) -> Recording:
-        import jax
+        import jax  # JAX: when a recording starts, never on import
 
-        from recompile_cli.capture.recorder import Recorder
+        from recompile_cli.capture.recorder import Recorder  # pytest plugin: light
 
         if self._recorder is not None:
             raise RuntimeError("this recording is already running; use a new "
@@ -105,9 +96,7 @@ class Recording:
             self._session = recorder.session
             if self.keep_caches and self._session is not None and any(
                     e.compiled for e in self._session.events):
-                from msgspec.structs import replace
-
-                from recompile_cli.analysis.report import KEPT_CACHES
+                from recompile_cli.analysis.report import KEPT_CACHES  # pytest plugin: light
 
                 self._session = replace(self._session,
                                         warnings=(*self._session.warnings, KEPT_CACHES))
@@ -132,7 +121,7 @@ class Recording:
         """False when the recorded program removed the recorder's ``jax.monitoring``
         listeners (``jax.monitoring.clear_event_listeners()``), so that compiles after that
         were not seen; True otherwise (also when unknown, or not running)."""
-        from recompile_cli.capture.jax.listeners import is_registered
+        from recompile_cli.capture.jax.listeners import is_registered  # pytest plugin: light
 
         recorder = self._recorder
         return recorder is None or is_registered("event_duration",
@@ -226,8 +215,6 @@ def _recorded(recording: Recording, fn: Any) -> Any:
 
 def _caller_label() -> str:
     """``file:line`` of the first frame outside recompile_cli and contextlib (the ``with``)."""
-    from recompile_cli.session.locations import relative
-
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename

@@ -1,7 +1,8 @@
-"""The analysed report of the Python API (part of ``api``): ``RecompileReport``, its gate
-(``check``), and its tables as DataFrames (``to_pandas``); ``api`` re-exports all of it.
+"""``RecompileReport``: an analysed recording for Python and notebooks, its gate (``check``,
+the CLI's evaluator), its renderings, and its tables as DataFrames (``to_pandas``).
 
-pandas is imported only when a DataFrame is asked for.
+pandas loads only when a DataFrame is asked for; the pytest plugin imports this module, so
+analysis, gate and guards are imported locally.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recompile_cli import options
+from recompile_cli.render import FORMATS, render
 from recompile_cli.session.files import save_session
+from recompile_cli.session.locations import cells, relative_in
 from recompile_cli.session.model import CauseCode, Owner, Session
 
 if TYPE_CHECKING:
@@ -75,21 +78,21 @@ class RecompileReport:
     @property
     def functions(self) -> pd.DataFrame:
         """Per-function totals (user functions first, then by compile time), a new DataFrame."""
-        from recompile_cli.analysis.dataframes import functions_frame
+        from recompile_cli.analysis.dataframes import functions_frame  # pandas: only when asked for
 
         return _shown(functions_frame(self.report))
 
     @property
     def cause_table(self) -> pd.DataFrame:
         """Re-compilations by cost, most expensive first, a new DataFrame."""
-        from recompile_cli.analysis.dataframes import causes_frame
+        from recompile_cli.analysis.dataframes import causes_frame  # pandas: only when asked for
 
         return _shown(causes_frame(self.report))
 
     @property
     def events(self) -> pd.DataFrame:
         """One row per event with its primary cause, a new DataFrame."""
-        from recompile_cli.analysis.dataframes import events_frame
+        from recompile_cli.analysis.dataframes import events_frame  # pandas: only when asked for
 
         return _shown(events_frame(self.report))
 
@@ -160,7 +163,7 @@ class RecompileReport:
             ValueError: a negative limit, or an unknown cause code.
             TypeError: a limit that is not an integer; ``fail_on`` neither a text nor a list.
         """
-        from recompile_cli.guards.errors import UnmatchedBudgetWarning
+        from recompile_cli.guards.errors import UnmatchedBudgetWarning  # pytest plugin: light
 
         checked, unmatched = gated(self, max_compiles, per_function, fail_on, max_slow_calls)
         for message in unmatched:
@@ -180,16 +183,12 @@ class RecompileReport:
         Raises:
             ValueError: an unknown format; TypeError: a ``fmt`` or ``show_all`` of a wrong type.
         """
-        from recompile_cli.render import FORMATS, render
-
         options.choice(fmt, "fmt", tuple(FORMATS))
         shown = self.show_all if show_all is None else options.flag(show_all, "show_all")
         return render(self.report, fmt, show_all=shown)
 
     def text(self, show_all: bool | None = None) -> str:
         """The terminal report, as ``recompile-cli run`` prints it (plus gate violations)."""
-        from recompile_cli.session.locations import relative_in
-
         lines = [f"recompile-cli gate: FAILED - {relative_in(v.message)}"
                  for v in self.violations]
         return "\n".join(lines) + ("\n" if lines else "") + self.render("table", show_all)
@@ -206,8 +205,7 @@ class RecompileReport:
 
     def _repr_html_(self) -> str:
         """The inline report of a notebook, its cells named as IPython names them."""
-        from recompile_cli.render.html import fragment
-        from recompile_cli.session.locations import cells
+        from recompile_cli.render.html import fragment  # renderers load on first use
 
         return fragment(self.report, self.show_all, self.violations, cells)
 
@@ -218,7 +216,7 @@ def gated(report: RecompileReport, max_compiles: Any = None,
           max_slow_calls: Any = None) -> tuple[RecompileReport, list[str]]:
     """``report`` with the gate of ``RecompileReport.check`` evaluated, and the messages of the
     per-function limits that matched no function (for the caller to warn where it should)."""
-    from recompile_cli.gate.evaluate import Gated, evaluate
+    from recompile_cli.gate.evaluate import Gated, evaluate  # pytest plugin: light
 
     gates = compile_limits(max_compiles, per_function, fail_on)
     if max_slow_calls is not None:
@@ -241,8 +239,8 @@ def compile_limits(max_compiles: Any = None, per_function: dict[str, Any] | None
         TypeError / ValueError: a limit that is not a non-negative integer, named in the
             message, or an unknown cause code.
     """
-    from recompile_cli.gate.budgets import Budget
-    from recompile_cli.gate.evaluate import Gates
+    from recompile_cli.gate.evaluate import Gates  # pytest plugin: light
+    from recompile_cli.gate.limits import Budget  # pytest plugin: light
 
     per_function = dict(per_function or {})
     named = [("max_compiles", max_compiles)] if max_compiles is not None else []
@@ -263,13 +261,13 @@ def to_pandas(report: Report | RecompileReport) -> Frames:
     reports show them: relative to the working folder when below it, and in a notebook a
     cell's temporary file as ``In[n]`` (``In[n], line 3``), as in the inline report.
     """
-    from recompile_cli.analysis.dataframes import (
+    from recompile_cli.analysis.dataframes import (  # pandas: only when asked for
         causes_frame,
         events_frame,
         functions_frame,
         slow_calls_frame,
     )
-    from recompile_cli.analysis.report import Report
+    from recompile_cli.analysis.report import Report  # pytest plugin: light
 
     inner = report.report if isinstance(report, RecompileReport) else report
     if not isinstance(inner, Report):
@@ -283,9 +281,7 @@ def to_pandas(report: Report | RecompileReport) -> Frames:
 def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the paths in its text columns as reports show them
     (``locations.relative_in``)."""
-    from pandas.api.types import is_object_dtype, is_string_dtype
-
-    from recompile_cli.session.locations import relative_in
+    from pandas.api.types import is_object_dtype, is_string_dtype  # pandas: a frame exists
 
     for column in frame.columns:
         if is_string_dtype(frame[column]) or is_object_dtype(frame[column]):

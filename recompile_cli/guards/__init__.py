@@ -1,56 +1,15 @@
 """A runtime guard for long jobs: fail fast, at the call that recompiled, with the cause.
 
-::
+Owns ``Guard``, ``guard()`` and ``install_guard()``: a ``Recorder`` whose ``on_compile``, beyond a
+function's limit, explains the compile with the CLI's analysis and warns, logs or raises in the
+user's call. It raises from JAX's compile-duration ``jax.monitoring`` listener (which JAX lets
+through, caching nothing), never from the private trace hooks (which swallow it). It must cost
+nothing on a cache hit, and never act unless asked: importing it reads no ``RECOMPILE_CLI_GUARD``.
 
-    with recompile_cli.guard(max_compiles=1, on="raise"):
-        for batch in loader:
-            state = train_step(state, batch)      # raises RecompileLimitExceeded on a 2nd compile
-
-    handle = recompile_cli.install_guard(max_compiles={"train_*": 1}, on="warn")
-    ...
-    handle.uninstall()
-
-The guard is a ``Recorder`` (the same one as the command line's) whose ``on_compile``
-callback, each time one of the guarded functions finishes a backend compile, counts it and,
-beyond the limit, analyses that function's events with the CLI's analysis: cause, argument,
-``before -> after`` and suggestion. It then acts in the user's call, on the thread that compiled:
-
-* ``on="warn"``: a ``RecompileWarning`` (a ``UserWarning``) attributed to the user's file and
-  line, so ``warnings.filterwarnings`` / ``-W error::recompile_cli.guards.RecompileWarning`` apply;
-* ``on="log"``: a WARNING record on the logger ``recompile_cli.guard`` (with the user's file and
-  line, and the ``GuardViolation`` as ``record.recompile``);
-* ``on="raise"``: ``RecompileLimitExceeded`` (a ``RuntimeError``) out of the jitted call that
-  recompiled.
-
-How the exception reaches the call (checked on JAX 0.10.2 and 0.12): JAX's ``jax.monitoring``
-sends the backend-compile duration event from the ``with`` that times the compile, inside the
-call's cache-miss path, without catching what a listener raises. The guard raises from that
-listener, after the recorder has finished the event. The exception propagates out of JAX's
-compile cache (which does not store the executable: nothing is half-cached) and out of the
-jitted call; JAX stays usable, and the next call with the same arguments compiles, and raises,
-again. The recorder's private tracing hooks catch what their observers raise, so raising there
-would be swallowed; the guard never does. Listeners registered after the guard's (another
-recorder started inside the guard) miss that one compile event.
-
-Cost: nothing on cached calls (JAX calls none of this on a cache hit). ``warmup_calls`` is the
-exception: calls are counted by wrapping the functions that are jitted while the guard is
-installed (as ``recompile-cli run --count-calls`` does, ~1-3 us per call); a function jitted
-before, e.g. at import, is not counted, and its compiles count from the first.
-
-A guard that can no longer see compiles says so (``GuardBlindWarning``, a log record, or under
-``on="raise"`` ``GuardBlinded``): when the program removes the guard's ``jax.monitoring``
-listeners (``jax.monitoring.clear_event_listeners()``: at once, from that call; removed another
-way: at the next compile, or when the guard is removed), and the guard puts them back. A glob
-(``functions``, keys of ``max_compiles``) that matched no function warns
-``UnmatchedBudgetWarning`` when the guard is removed (also listed in ``Guard.unmatched``).
-Nesting the same guard object (``with g: with g:``) is counted: the inner exit keeps it installed.
-Messages are one line with control characters shown as escapes (``guards.errors``).
-
-Without code changes: ``RECOMPILE_CLI_GUARD=raise:train_*=1 python -m recompile_cli.guards
-train.py ARGS`` runs a script as ``__main__`` with the guard of the environment variable
-installed; ``install_guard()`` without arguments reads the same variable (its syntax is in
-``guards.config``), e.g. ``warn``, ``raise:2``, ``log:train_*=1,eval_*=2,warmup_calls=3``.
-Importing ``recompile_cli`` never reads it: nothing happens unless the guard is asked for.
+Map: ``watch.py`` (the miss path: counting, explaining, watching its own listeners),
+``config.py`` (``GuardConfig`` and ``RECOMPILE_CLI_GUARD``'s syntax), ``errors.py`` (violations,
+warnings, exceptions, inert messages), ``script.py`` and ``__main__.py`` (``python -m
+recompile_cli.guards SCRIPT``).
 """
 
 from __future__ import annotations
@@ -62,12 +21,16 @@ import types
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from recompile_cli import options
 from recompile_cli.capture.code import stack
+from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.hosts.host_check import HostsDiverged
+from recompile_cli.capture.running.warmup import check_plan, run_plan
+from recompile_cli.errors import TargetError
 from recompile_cli.exits import ExitCode
 from recompile_cli.guards import config as guard_config
 from recompile_cli.guards.config import ENV_VAR, GuardConfig, Mode, parse_guard_spec
@@ -82,6 +45,7 @@ from recompile_cli.guards.errors import (
     UnmatchedBudgetWarning,
     inert,
 )
+from recompile_cli.guards.script import run_script
 from recompile_cli.guards.watch import Watch, arm, disarm
 from recompile_cli.session.model import Session
 
@@ -131,18 +95,12 @@ class Guard:
         if self.config.after_warmup is not None:
             self._warm_up(watch)
         if self.config.warmup_calls:
-            from recompile_cli.capture.counting import CallCounter
-
             self._counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
                                         recorder.calls, recorder.refused_call)
             self._counter.__enter__()
         return self
 
     def _warm_up(self, watch: Watch) -> None:
-        from pathlib import Path
-
-        from recompile_cli.capture.running.warmup import run_plan
-
         assert self.config.after_warmup is not None
         done = run_plan(watch.recorder, Path(self.config.after_warmup),
                         self.config.warmup_parallel)
@@ -333,9 +291,6 @@ def _plan(path: str | os.PathLike[str] | None) -> str | None:
     """``after_warmup``'s plan as an absolute path, checked now (``ValueError`` naming it)."""
     if path is None:
         return None
-    from recompile_cli.capture.running.warmup import check_plan
-    from recompile_cli.errors import TargetError
-
     try:
         return str(check_plan(os.fspath(path), "after_warmup"))
     except TypeError:
@@ -378,8 +333,6 @@ def install_guard(max_compiles: int | Mapping[str, int] | None = None, *,
 # -- python -m recompile_cli.guards SCRIPT [ARGS] ------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a script as ``__main__`` with the guard of ``RECOMPILE_CLI_GUARD`` installed."""
-    from recompile_cli.guards.script import run_script
-
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: [RECOMPILE_CLI_GUARD=MODE[:ITEM,...]] python -m recompile_cli.guards "

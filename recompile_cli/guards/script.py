@@ -11,6 +11,7 @@ What the script itself raises propagates as it would under ``python SCRIPT``.
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 from recompile_cli.exits import ExitCode
 from recompile_cli.guards.errors import GuardBlinded
+from recompile_cli.render.escape import terminal
 
 _PROGRAM = "recompile_cli.guards"
 
@@ -26,10 +28,6 @@ def run_script(args: Sequence[str], install_guard: Callable[[], Any]) -> int:
     """Run ``args[0]`` with ``args`` as ``sys.argv`` under ``install_guard()`` (the guard of
     ``RECOMPILE_CLI_GUARD``; its handle has ``uninstall(raising=...)``); returns the exit
     code."""
-    import runpy
-
-    from recompile_cli.render.escape import terminal
-
     script = args[0]
     problem = _problem(script)
     if problem is not None:

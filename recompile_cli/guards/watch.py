@@ -1,23 +1,10 @@
-"""What the runtime guard (``recompile_cli.guards``) runs on the miss path: ``Watch``, its
-``on_compile`` and ``on_slow_call`` callbacks, and the watch over its own listeners.
+"""What the runtime guard (``recompile_cli.guards``) runs on the miss path: ``Watch`` counts each
+top-level compile (and, with ``max_slow_calls``, slow call) of a guarded function and, beyond
+the limit, explains it with the CLI's analysis and has the guard act on the compiling thread.
 
-``Watch`` counts each top-level compile of a guarded function and, beyond the limit, explains it
-with the CLI's analysis and has the guard act, on the compiling thread, inside the user's call
-(the recorder lets what ``on_compile`` raises through). With ``max_slow_calls``, each slow call
-of a guarded function beyond that limit (``slow_call``) is explained the same way, by its
-reason, line and fix: ``on="raise"`` raises from every such call, ``warn`` and ``log`` say it
-once per function (a slow call comes thousands of times a second).
-
-A guard that cannot see compiles must say so. A program can remove the guard's ``jax.monitoring``
-listeners; it is noticed, the listeners are put back, and the guard reports it (warn / log /
-``GuardBlinded`` under ``on="raise"``):
-
-* at once, when the program calls the public ``jax.monitoring.clear_event_listeners()`` (wrapped
-  while a guard is installed);
-* otherwise at the next trace (private hook mode), reported at the compile that follows;
-* otherwise when the guard is removed.
-
-None of it runs on a cache-hit call.
+A guard must never go blind silently: listeners the program removed are put back and reported
+(at once for ``jax.monitoring.clear_event_listeners()``, wrapped while a guard is installed;
+else at the next trace or at removal). Nothing here runs on a cache hit.
 """
 
 from __future__ import annotations
@@ -32,21 +19,27 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from recompile_cli.analysis.hosts import mismatch
+from recompile_cli.analysis.messages import advice, describe, suggestions
+from recompile_cli.analysis.report import build_report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import analyse_group
+from recompile_cli.analysis.warmup.coverage import after_warmup, misses
 from recompile_cli.capture.code import stack
+from recompile_cli.capture.hosts.host_check import HostCheck
 from recompile_cli.capture.jax.arguments.signatures import TraceInfo
 from recompile_cli.capture.jax.listeners import is_registered, register_listener
 from recompile_cli.capture.recorder import Recorder
+from recompile_cli.gate.evaluate import describe_miss
 from recompile_cli.guards.config import GuardConfig
 from recompile_cli.guards.errors import GuardViolation, inert
+from recompile_cli.render.escape import terminal
 from recompile_cli.session.locations import relative, relative_in
 from recompile_cli.session.model import Event, Owner, Session, SlowCalls, function_key
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
     from recompile_cli.analysis.warmup.coverage import Miss
-    from recompile_cli.capture.hosts.host_check import HostCheck
 
 
 Act = Callable[[GuardViolation, "types.FrameType | None"], None]
@@ -75,11 +68,8 @@ class Watch:
         self._slow_said: set[str] = set()  # functions whose slow calls were warned or logged
         self.pending_blind: str | None = None  # noticed at a trace, reported at the compile
         self.hosts: HostCheck | None = None  # check_hosts: the processes of the job compared
-        if config.host_timeout is not None:  # a peer's stop ends this process from the check's
-            from recompile_cli.analysis.hosts import mismatch  # watcher: its message on stderr
-            from recompile_cli.capture.hosts.host_check import HostCheck
-            from recompile_cli.render.escape import terminal
-
+        if config.host_timeout is not None:
+            # a peer's stop ends this process from the check's watcher: its message on stderr
             self.hosts = HostCheck(config.host_timeout, mismatch.mismatch, mismatch.missing,
                                    shown=terminal)
             self.hosts.bind(self.recorder)
@@ -197,10 +187,6 @@ class Watch:
     def _explain(self, compiled: Event, key: str, count: int, limit: int,
                  user_frame: types.FrameType | None) -> GuardViolation:
         """Analyse this function's events (the CLI's analysis) to explain the compile."""
-        from recompile_cli.analysis.messages import advice, describe, suggestions
-        from recompile_cli.analysis.report import build_report
-        from recompile_cli.guards.errors import inert
-
         previous = self._explained.get(key)
         if compiled.defined_at is None and not compiled.traced and previous is not None:
             violation, described = previous
@@ -214,24 +200,22 @@ class Watch:
         report = build_report(msgspec.structs.replace(session, events=tuple(events)))
         event = _event_of(events, compiled)
         cause = report.primary(event)
-        after_warmup = _after_warmup(report, event)
-        if after_warmup is not None:
-            cause = after_warmup.causes[0]
+        missed = _after_warmup(report, event)
+        if missed is not None:
+            cause = missed.causes[0]
         call_site = relative(f"{user_frame.f_code.co_filename}:{user_frame.f_lineno}"
                              if user_frame is not None else event.call_site)
         codes = [cause.code]
         suggestion = next(iter(suggestions(report, event.function, [event], codes)), None)
         located = msgspec.structs.replace(event, call_site=call_site)
         described = describe(report, [located])
-        if after_warmup is not None:
-            from recompile_cli.gate.evaluate import describe_miss
-
-            described = describe_miss(replace(after_warmup, event=located))
+        if missed is not None:
+            described = describe_miss(replace(missed, event=located))
         warmup = ""
         if self.config.warmup_calls and key not in self.recorder.calls:
             warmup = (f" (warmup_calls does not apply: {event.function} was jitted before the "
                       "guard was installed, so its calls are not counted)")
-        after = " after the warm-up plan" if after_warmup is not None else ""
+        after = " after the warm-up plan" if missed is not None else ""
         message = (f"recompile-cli guard: {event.function} compiled {counted(count, 'time')}"
                    f"{after}, limit {limit}{warmup}. This compile: {described}."
                    f"{advice(report, event.function, [event], codes)}")
@@ -268,7 +252,7 @@ _ORIGINAL_CLEAR: list[Any] = []  # [JAX's function] while wrapped
 
 def arm(watch: Watch) -> None:
     """Watch ``jax.monitoring.clear_event_listeners`` for this guard (from its install)."""
-    from jax import monitoring
+    from jax import monitoring  # JAX: once a guard is installed, never on import
 
     with _ACTIVE_LOCK:
         _ACTIVE.append(watch)
@@ -281,7 +265,7 @@ def arm(watch: Watch) -> None:
 def disarm(watch: Watch) -> None:
     """Stop watching for this guard; the last one puts JAX's function back (unless someone
     replaced ours meanwhile)."""
-    from jax import monitoring
+    from jax import monitoring  # JAX: once a guard is installed, never on import
 
     with _ACTIVE_LOCK:
         if watch in _ACTIVE:
@@ -318,8 +302,6 @@ def _after_warmup(report: Report, event: Event) -> Miss | None:
     warmup = report.session.warmup
     if warmup is None:
         return None
-    from recompile_cli.analysis.warmup.coverage import after_warmup, misses
-
     return next((m for m in misses(report.session, report.causes, after_warmup(warmup),
                                    owners=tuple(Owner))
                  if m.event.seq == event.seq), None)

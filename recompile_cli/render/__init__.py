@@ -1,10 +1,13 @@
-"""Renderers: each turns a ``Report`` into text. ``FORMATS`` is the one registry of report
-formats: each ``Format`` names its renderer and the output-file extensions that imply it, and the
-command line (``--format`` choices, the ``--output`` help and errors), the Python API
-(``RecompileReport.render``), ``merge`` and the docs (checked by a test) all read it.
+"""Renderers: each turns a ``Report`` into text; none analyses, prints or writes files, and
+every value from a session goes through ``escape`` on its way out. ``FORMATS`` is the one
+registry of formats (``--format``, ``--output``, the API, ``merge`` and the docs read it);
+this module imports no renderer: they load when first used, so ``--help`` stays light.
 
-Kept free of heavy imports: renderer modules are imported when first used, so that naming the
-formats (``--help``) loads neither pandas nor any renderer.
+Map: ``table.py`` (terminal and Markdown), ``json_report.py``, ``csv.py``, ``chrome_trace.py``,
+``html/`` (the page and the notebook fragment), ``sections/`` (sections shared by the formats),
+``fit.py`` (terminal layout), ``escape.py`` (untrusted text made inert), ``ci.py`` (gate tables,
+JUnit, GitHub annotations), ``diff.py`` (``diff``), ``merged.py`` (``merge``),
+``warmup_plan.py`` (a warm-up plan as Python source).
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""Multi-process jobs: per-process reports merged, where processes diverge, why a job stopped."""
+"""Multi-process jobs: per-process reports merged (``merge.py``), where processes compile
+differently (``divergence.py``), why a ``--check-hosts`` job stopped (``mismatch.py``)."""

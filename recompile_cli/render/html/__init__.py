@@ -1,26 +1,14 @@
-"""The HTML report: ``render`` writes a self-contained page (``--format html``) and ``fragment``
-the same report as a piece of HTML for a notebook's output (``RecompileReport._repr_html_``).
+"""The HTML report: ``render`` writes a self-contained page (``--format html``), ``fragment``
+the same sections for a notebook (``RecompileReport._repr_html_``), in the order a person acts:
+summary, what to fix, pictures, then the reference tables (long ones folded in ``<details>``).
 
-Both show the same sections, in the order a person acts on them: the summary (what a
-public-only recording cannot tell, when it is one; cards and one line per function of yours,
-then JAX's and libraries' and the run's totals: ``render.sections.headline``), then what to fix
-(gate violations when given, the failure of the recorded code, the suggestions, the re-compilations
-ranked by cost), then pictures (``render.html.charts``: compile seconds per function split by cause;
-for a shape sweep the sizes seen and the proposed bucket edges), then the reference: the compile
-timeline (``render.html.timeline``), the functions, the compile cost
-(``render.sections.compile_cost``), the events and the warnings (stale captures included). A long
-table, the timeline and the events are folded (``<details>``: the heading and row count show, a
-click opens them). Their style and the page's script are package files (``assets/report.css``,
-``assets/report.js``) written into the HTML, so that no network access is needed to open it; the
-fragment has no script. Click a column header of the page to sort its table (again to reverse).
+It must never load anything from the network nor let a session value become markup: every
+value goes through ``escape.html``; the fragment has no script; the size is bounded however long
+the run (``MAX_EVENT_ROWS`` events listed; the timeline bounds its own rows and marks).
 
-Every value from the session (names, values, paths, messages) is written through
-``escape.html``, in text, tables, SVG labels and tooltips alike; nothing from it becomes markup.
-Advice quotes values in `code spans`: ``escape.html_prose`` makes them ``<code>`` elements.
-
-The report stays the same size however long the run: the events table lists its first
-``MAX_EVENT_ROWS`` rows and says how many there are, and the timeline (``render.html.timeline``) has
-a bounded number of rows and marks."""
+Map: this module (the page and its sections), ``charts.py`` (inline SVG pictures),
+``timeline.py`` (the compile timeline), ``assets/`` (``report.css``, ``report.js``, inlined).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The sections of the human reports, each written once for every format that shows it
-(terminal, Markdown, HTML, JSON): the headline (``headline``), the compiles at the user's lines
-(``eager_lines``), the compile cost (``compile_cost``), slow calls (``slow_calls``), the
-persistent cache (``cache_keys``) and warm-up coverage (``warmup_coverage``).
+(terminal, Markdown, HTML, JSON); the findings are the analysis's, never made here.
+
+Map: ``headline.py`` (the opening lines), ``eager_lines.py`` (compiles at the user's lines),
+``compile_cost.py``, ``slow_calls.py``, ``cache_keys.py`` (the persistent cache) and
+``warmup_coverage.py``.
 """
