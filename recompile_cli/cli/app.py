@@ -14,8 +14,9 @@ from typing import Annotated, Any
 
 import typer
 
-from recompile_cli import exits
+from recompile_cli import exits, options
 from recompile_cli.cli import (
+    collisions,
     finish,
     forecast_command,
     help_format,
@@ -24,38 +25,26 @@ from recompile_cli.cli import (
     output,
     warmup_command,
 )
+from recompile_cli.cli.option_groups import (
+    BaselineOptions,
+    Limits,
+    Recording,
+    ReportOptions,
+    Running,
+    SpecOptions,
+    grouped,
+)
 from recompile_cli.cli.options_cli import (
-    AfterWarmupOption,
     AllOption,
-    AllowUnrecordedOption,
-    BaselineOption,
-    CacheOption,
-    CompileRegressionOption,
     DiffFormat,
-    EventsLogOption,
-    FailOnOption,
     FormatOption,
     GateFormat,
-    HookOption,
-    JunitOption,
-    MaxArrayOption,
-    MaxCallsOption,
-    MaxCompilesOption,
-    MaxEagerCompilesOption,
-    MaxSlowCallsOption,
     OutputOption,
-    QuietOption,
-    SaveBaselineOption,
-    SaveOption,
-    StaticArgnamesOption,
-    StaticArgnumsOption,
     StrictOption,
-    TimeoutOption,
-    WarmupParallelOption,
     spec_of,
 )
 from recompile_cli.cli.output import Problems, ReportFiles, user_errors
-from recompile_cli.session.kinds import HookMode
+from recompile_cli.errors import RecompileError
 
 app = typer.Typer(
     name="recompile-cli", no_args_is_help=True, add_completion=False,
@@ -65,71 +54,56 @@ app = typer.Typer(
 app.callback()(help_format.root)  # --version
 
 @app.command()
+@grouped
 def profile(
     target: Annotated[str, typer.Argument(
         help="The function: package.module:function, path/file.py:function, mod:Class.method.")],
-    args: Annotated[Path | None, typer.Option(
-        "--args", "-a", parser=output.path_option, metavar="PATH",
-        help="YAML spec of the calls to make (default: one call, no args).")] = None,
-    static_argnames: StaticArgnamesOption = None, static_argnums: StaticArgnumsOption = None,
+    *,
+    spec: SpecOptions,
     no_jit: Annotated[bool, typer.Option(
         "--no-jit", help="Call the target as it is; record only the jits inside it.")] = False,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Make the remaining calls after one raises.")] = False,
-    fmt: FormatOption = None, output_path: OutputOption = None, save: SaveOption = None,
-    show_all: AllOption = False, hook_mode: HookOption = HookMode.PRIVATE,
-    compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
-    fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
-    baseline: BaselineOption = None, junit_xml: JunitOption = None,
-    events_log: EventsLogOption = None, quiet: QuietOption = False,
-    max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
-    timeout: TimeoutOption = None,
-    after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
-    max_slow_calls: MaxSlowCallsOption = None,
-    max_eager_compiles: MaxEagerCompilesOption = None,
+    report: ReportOptions, baselines: BaselineOptions, running: Running, recording: Recording,
+    limits: Limits,
 ) -> None:
     """Call TARGET as the spec says, in a process of its own under the recorder, and report
     every trace and compile."""
-    from recompile_cli.process.job import Job
+    from recompile_cli.process.job import Job  # the job's imports only for a run
 
     with user_errors():
-        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
-                                 baseline, save_baseline, junit_xml, events_log,
-                                 after_warmup=after_warmup is not None,
-                                 max_slow_calls=max_slow_calls,
-                                 max_eager_compiles=max_eager_compiles)
-        plan = options_cli.warmup_plan(after_warmup, warmup_parallel)
-        spec = spec_of(args, max_array_bytes, max_calls)
-        job = Job(kind="profile", target=target, spec=spec.path or None,
-                  max_array_bytes=max_array_bytes, max_calls=max_calls,
-                  jit_options=options_cli.jit_options(spec, static_argnames, static_argnums),
-                  no_jit=no_jit, keep_going=keep_going, hook_mode=hook_mode.value,
-                  compilation_cache=options_cli.cache_folder(compilation_cache),
-                  after_warmup=plan, warmup_parallel=warmup_parallel)
-        outcome = finish.supervised(job, request.events_log, quiet=quiet,
-                                    timeout=options_cli.run_timeout(timeout),
-                                    stdout_to_stderr=request.files.machine_readable)
+        request = finish.request(report, baselines, limits, events_log=recording.events_log,
+                                 after_warmup=recording.after_warmup,
+                                 uses=[collisions.Use("--args", output.absolute(spec.args),
+                                                      writes=False),
+                                       collisions.target_file(target)])
+        plan = options_cli.warmup_plan(recording.after_warmup, recording.warmup_parallel)
+        calls = spec_of(spec.args, spec.max_array_bytes, spec.max_calls)
+        job = Job(kind="profile", target=target, spec=calls.path or None,
+                  max_array_bytes=spec.max_array_bytes, max_calls=spec.max_calls,
+                  jit_options=options_cli.jit_options(calls, spec.static_argnames,
+                                                      spec.static_argnums),
+                  no_jit=no_jit, keep_going=keep_going, hook_mode=running.hook_mode.value,
+                  compilation_cache=options_cli.cache_folder(recording.compilation_cache),
+                  after_warmup=plan, warmup_parallel=recording.warmup_parallel)
+        outcome = finish.supervised(job, request.events_log, quiet=running.quiet,
+                                    timeout=options_cli.run_timeout(running.timeout),
+                                    stdout_to_stderr=request.stdout_is_taken)
     finish.finish(outcome, request)
 
 
 @app.command(context_settings={"allow_interspersed_args": False,
                                "ignore_unknown_options": True})
+@grouped
 def run(
     script: Annotated[str, typer.Argument(help="The Python script to run as __main__.")],
     script_args: Annotated[list[str] | None, typer.Argument(
         help="Arguments passed to the script (sys.argv[1:]).")] = None,
+    *,
     count_calls: Annotated[bool, typer.Option(
         "--count-calls", help="Count calls of the functions the script jits (adds ~1-3 us to "
         "each call) to fill the calls column and know during which call each compile came.")
     ] = False,
-    fmt: FormatOption = None, output_path: OutputOption = None, save: SaveOption = None,
-    show_all: AllOption = False, hook_mode: HookOption = HookMode.PRIVATE,
-    compilation_cache: CacheOption = None, max_compiles: MaxCompilesOption = None,
-    fail_on: FailOnOption = None, save_baseline: SaveBaselineOption = None,
-    baseline: BaselineOption = None, junit_xml: JunitOption = None,
-    events_log: EventsLogOption = None,
-    fail_on_compile_regression: CompileRegressionOption = None,
-    allow_unrecorded: AllowUnrecordedOption = False,
     check_hosts: Annotated[bool, typer.Option(
         "--check-hosts", help="In a multi-process job (jax.distributed): at each compile, check "
         "that every process compiles the same program, and stop every process (exit 3) at the "
@@ -137,10 +111,8 @@ def run(
     host_timeout: Annotated[float | None, typer.Option(
         "--host-timeout", metavar="SECONDS", help="With --check-hosts: seconds to wait for the "
         "other processes' compiles (above 0, at most 86400; default 60).")] = None,
-    quiet: QuietOption = False, timeout: TimeoutOption = None,
-    after_warmup: AfterWarmupOption = None, warmup_parallel: WarmupParallelOption = None,
-    max_slow_calls: MaxSlowCallsOption = None,
-    max_eager_compiles: MaxEagerCompilesOption = None,
+    report: ReportOptions, baselines: BaselineOptions, running: Running, recording: Recording,
+    limits: Limits,
 ) -> None:
     """Run SCRIPT like `python SCRIPT ARGS...`, in a process of its own under the recorder,
     and report every trace and compile it caused.
@@ -148,31 +120,29 @@ def run(
     Options go before SCRIPT; everything after it is passed to the script. When the report
     goes to stdout in a machine-readable format (-f json, csv, ...), the script's own output
     goes to stderr so that the two never mix."""
-    from recompile_cli.process.job import Job
+    from recompile_cli.process.job import Job  # the job's imports only for a run
 
     with user_errors():
-        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
-                                 baseline, save_baseline, junit_xml, events_log,
-                                 fail_on_compile_regression, after_warmup is not None,
-                                 allow_unrecorded, max_slow_calls, max_eager_compiles)
+        request = finish.request(report, baselines, limits, events_log=recording.events_log,
+                                 after_warmup=recording.after_warmup,
+                                 uses=[collisions.Use("SCRIPT", output.absolute(Path(script)),
+                                                      writes=False)])
         job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
-                  hook_mode=hook_mode.value, count_calls=count_calls,
+                  hook_mode=running.hook_mode.value, count_calls=count_calls,
                   host_timeout=_host_timeout(check_hosts, host_timeout),
-                  compilation_cache=options_cli.cache_folder(compilation_cache),
-                  after_warmup=options_cli.warmup_plan(after_warmup, warmup_parallel),
-                  warmup_parallel=warmup_parallel)
-        outcome = finish.supervised(job, request.events_log, quiet=quiet,
-                                    timeout=options_cli.run_timeout(timeout),
-                                    stdout_to_stderr=request.files.machine_readable)
+                  compilation_cache=options_cli.cache_folder(recording.compilation_cache),
+                  after_warmup=options_cli.warmup_plan(recording.after_warmup,
+                                                       recording.warmup_parallel),
+                  warmup_parallel=recording.warmup_parallel)
+        outcome = finish.supervised(job, request.events_log, quiet=running.quiet,
+                                    timeout=options_cli.run_timeout(running.timeout),
+                                    stdout_to_stderr=request.stdout_is_taken)
     finish.finish(outcome, request)
 
 
 def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:
     """--check-hosts' timeout (None: no check); exit 2 for --host-timeout alone or out of
     range (``options.host_timeout``)."""
-    from recompile_cli import options
-    from recompile_cli.errors import RecompileError
-
     if not check_hosts:
         if seconds is not None:
             raise RecompileError("--host-timeout is how long --check-hosts waits for the other "
@@ -186,6 +156,7 @@ def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:
 
 
 @app.command()
+@grouped
 def check(
     budget_file: Annotated[Path | None, typer.Argument(
         help="The budget file (default: recompile-budget.yaml, else the tool.recompile-cli "
@@ -193,19 +164,15 @@ def check(
     fmt: Annotated[GateFormat, typer.Option(
         "--format", "-f", help="The gate summary as a terminal table or as Markdown.")
     ] = GateFormat.table,
-    save_baseline: SaveBaselineOption = None, baseline: BaselineOption = None,
-    junit_xml: JunitOption = None, hook_mode: HookOption = HookMode.PRIVATE,
     strict: StrictOption = False,
-    fail_on_compile_regression: CompileRegressionOption = None,
-    quiet: QuietOption = False, timeout: TimeoutOption = None,
-    allow_unrecorded: AllowUnrecordedOption = False,
-    max_slow_calls: MaxSlowCallsOption = None,
-    max_eager_compiles: MaxEagerCompilesOption = None,
+    *, baselines: BaselineOptions, running: Running, limits: Limits,
 ) -> None:
     """Run every target of the budget file, each in a process of its own, and fail (exit 1)
     when a budget is broken."""
+    # the budget file's, the runner's and the evaluator's imports (PyYAML, the analysis) only
+    # for a check (keeps --help light)
     from recompile_cli.cli.check_runner import run_checks
-    from recompile_cli.gate import baseline as baselines
+    from recompile_cli.gate import baseline as baseline_files
     from recompile_cli.gate.budgets import find_budget_file, load_budget_file
     from recompile_cli.gate.evaluate import evaluate
 
@@ -213,27 +180,27 @@ def check(
     with user_errors():
         path = find_budget_file(output.absolute(budget_file))
         budgets = load_budget_file(path)
-        junit = output.absolute(junit_xml)
+        junit = output.absolute(baselines.junit_xml)
         output.check_writable(junit, "--junit-xml")
-        save_to = output.absolute(save_baseline)
+        save_to = output.absolute(baselines.save_baseline)
         output.check_writable(save_to, "--save-baseline")
-        finish.needs_baseline(fail_on_compile_regression, baseline)
-        loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
-        runs, interrupted = run_checks(budgets, hook_mode, quiet=quiet,
-                                       timeout=options_cli.run_timeout(timeout),
-                                       allow_unrecorded=allow_unrecorded,
-                                       max_slow_calls=max_slow_calls,
-                                       max_eager_compiles=max_eager_compiles)
+        regression = baselines.fail_on_compile_regression
+        finish.needs_baseline(regression, baselines.baseline)
+        baseline = output.absolute(baselines.baseline)
+        loaded = baseline_files.load_baseline(baseline) if baseline is not None else None
+        gates = limits.gates()
+        runs, interrupted = run_checks(budgets, gates, running.hook_mode, quiet=running.quiet,
+                                       timeout=options_cli.run_timeout(running.timeout))
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
-        result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline {baseline}",
-                          strict, fail_on_compile_regression, allow_unrecorded)
+        result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline "
+                          f"{baselines.baseline}", strict, regression, gates.allow_unrecorded)
         if save_to is not None and not interrupted:
-            output.write_file(save_to, baselines.baseline_text([r.report for r in runs]),
+            output.write_file(save_to, baseline_files.baseline_text([r.report for r in runs]),
                               "baseline", problems)
         if runs:
             env = runs[0].report.session.environment
-            typer.echo(f"recompile-cli check: {shown} (jax {env.jax_version}, {env.backend})")
+            output.echo(f"recompile-cli check: {shown} (jax {env.jax_version}, {env.backend})")
         output.emit_gate(result, junit, shown, problems,
                          markdown=fmt == GateFormat.markdown)
     raised = "; ".join(f"{e.target}: {e.message}" for e in result.errors) or None
@@ -251,6 +218,7 @@ def report(
     fmt: FormatOption = None, output_path: OutputOption = None, show_all: AllOption = False,
 ) -> None:
     """Render a saved session again, in any format, without running anything."""
+    # the analysis and the session reader only for this command (keeps --help light)
     from recompile_cli.analysis.report import build_report
     from recompile_cli.session.files import load_session
 
@@ -259,6 +227,10 @@ def report(
         files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path), None,
                             show_all)
         output.check_report_files(files)
+        output.take_stdout(collisions.check(
+            [collisions.Use("--output", files.output),
+             collisions.Use("SESSION", output.absolute(session), writes=False)],
+            report_on_stdout=files.machine_readable))
         loaded = load_session(session)
     output.emit_report(build_report(loaded), files, problems)
     raise typer.Exit(output.exit_code(None, None, True, problems))
@@ -277,6 +249,7 @@ def diff(
 ) -> None:
     """Per-function change in traces, compiles and compile seconds, causes new in NEW, and
     why the persistent compilation cache keys changed."""
+    # the analysis, its renderers and the session reader only for this command (as above)
     from recompile_cli.analysis.cache.keys import diff_sessions
     from recompile_cli.analysis.compare import diff_reports
     from recompile_cli.analysis.report import build_report

@@ -11,6 +11,7 @@ that target's error (the gate fails); Ctrl-C or SIGTERM stops the whole check.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import os
 from collections.abc import Iterator
@@ -28,17 +29,15 @@ from recompile_cli.process.job import Job
 from recompile_cli.session.model import FunctionKey, HookMode
 
 
-def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
-               quiet: bool = False, timeout: float | None = None,
-               allow_unrecorded: bool = False, max_slow_calls: int | None = None,
-               max_eager_compiles: int | None = None
-               ) -> tuple[list[Gated], ExitCode | None]:
-    """Run the targets in order; returns each run with its gates (``allow_unrecorded``:
-    ``--allow-unrecorded``; ``max_slow_calls``: a limit on every user function of every
-    target; ``max_eager_compiles``: on every line of yours of every target), and the exit code
-    of an interruption (130/143) that stopped the check early, if any. ``timeout`` applies to
-    each target."""
+def run_checks(budgets: BudgetFile, gates: Gates | None = None,
+               hook_mode: HookMode = HookMode.PRIVATE, *, quiet: bool = False,
+               timeout: float | None = None) -> tuple[list[Gated], ExitCode | None]:
+    """Run the targets in order; returns each run with its gates (``gates``: the command
+    line's, on every target, with each target's budgets, steady state and warm-up added), and
+    the exit code of an interruption (130/143) that stopped the check early, if any.
+    ``timeout`` applies to each target."""
     runs: list[Gated] = []
+    gates = gates or Gates()
     with _working_dir(budgets.folder):
         specs = [_spec(t) for t in budgets.targets]  # fail fast on a bad spec, or plan
         plans = [check_plan(t.after_warmup, "after_warmup:") if t.after_warmup else None
@@ -51,11 +50,10 @@ def run_checks(budgets: BudgetFile, hook_mode: HookMode = HookMode.PRIVATE, *,
                 return runs, exits.interruption_code(exc)
             report = finish.report_of(outcome.session)
             steady_of = _steady_state_keys(report, target)
-            gates = Gates(budgets=target.budgets, steady_state_after=target.steady_state_after,
-                          steady_state_of=steady_of, after_warmup=plan is not None,
-                          allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls,
-                          max_eager_compiles=max_eager_compiles)
-            runs.append(Gated(target.label, report, gates, outcome.failure))
+            on_target = dataclasses.replace(
+                gates, budgets=target.budgets, steady_state_after=target.steady_state_after,
+                steady_state_of=steady_of, after_warmup=plan is not None)
+            runs.append(Gated(target.label, report, on_target, outcome.failure))
             if outcome.interrupted:
                 return runs, ExitCode(outcome.interrupted)
     return runs, None

@@ -11,21 +11,24 @@ Shared by ``profile``, ``run`` (``cli.app``), ``check`` (``cli.check_runner``) a
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from recompile_cli import exits
-from recompile_cli.cli import output
-from recompile_cli.cli.options_cli import cause_codes
+from recompile_cli.cli import collisions, output
+from recompile_cli.cli.collisions import Use
+from recompile_cli.cli.option_groups import BaselineOptions, Limits, ReportOptions
 from recompile_cli.cli.output import Problems, ReportFiles
+from recompile_cli.errors import BudgetError
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
     from recompile_cli.gate.baseline import Baseline
-    from recompile_cli.gate.gates import Gates
+    from recompile_cli.gate.limits import Gates
     from recompile_cli.process.job import Job
     from recompile_cli.session.model import Outcome, Session
 
@@ -42,38 +45,48 @@ class Request:
     junit: Path | None
     events_log: Path | None
     compile_regression: float | None = None
-    allow_unrecorded: bool = False  # --allow-unrecorded
+    output_on_stdout: bool = False  # an output file is stdout: the report goes to stderr
+
+    @property
+    def stdout_is_taken(self) -> bool:
+        """Whether stdout is the report's for tools, or an output file's: the target's own
+        output then goes to stderr."""
+        return self.files.machine_readable or self.output_on_stdout
 
 
-def request(fmt: Any, output_path: Path | None, save: Path | None, show_all: bool,
-             max_compiles: int | None, fail_on: str | None, baseline: Path | None,
-             save_baseline: Path | None, junit: Path | None, events_log: Path | None,
-             compile_regression: float | None = None, after_warmup: bool = False,
-             allow_unrecorded: bool = False, max_slow_calls: int | None = None,
-             max_eager_compiles: int | None = None) -> Request:
-    """Resolve every path against the starting folder and validate every option."""
-    from recompile_cli.gate.gates import Gates  # not the evaluator, which is for after the run
+def request(report: ReportOptions, baselines: BaselineOptions, limits: Limits, *,
+            events_log: Path | None = None, after_warmup: Path | None = None,
+            uses: Iterable[Use] = ()) -> Request:
+    """Resolve every path against the starting folder and validate every option; ``uses``:
+    the command's other files (the script, the specs and the target's file it reads, a plan
+    it writes), which no output may collide with (``collisions``)."""
+    if baselines.baseline:  # its module (and the analysis behind it) only for a run that reads one
+        from recompile_cli.gate import baseline as baseline_files
 
-    if baseline:  # its module (and the analysis behind it) only for a run that reads one
-        from recompile_cli.gate import baseline as baselines
-
-    files = ReportFiles(fmt.value if fmt else None, output.absolute(output_path),
-                        output.absolute(save), show_all)
+    files = ReportFiles(report.fmt.value if report.fmt else None,
+                        output.absolute(report.output_path), output.absolute(report.save),
+                        report.show_all)
     output.check_report_files(files)
-    for path, option in ((output.absolute(junit), "--junit-xml"),
-                         (output.absolute(events_log), "--events-log"),
-                         (output.absolute(save_baseline), "--save-baseline")):
+    junit = output.absolute(baselines.junit_xml)
+    save_baseline = output.absolute(baselines.save_baseline)
+    on_stdout = collisions.check([
+        Use("--output", files.output), Use("--save", files.save), Use("--junit-xml", junit),
+        Use("--save-baseline", save_baseline), Use("--events-log", output.absolute(events_log)),
+        Use("--baseline", output.absolute(baselines.baseline), writes=False),
+        Use("--after-warmup", output.absolute(after_warmup), writes=False),
+        *uses], report_on_stdout=files.machine_readable)
+    output.take_stdout(on_stdout)
+    for path, option in ((junit, "--junit-xml"), (output.absolute(events_log), "--events-log"),
+                         (save_baseline, "--save-baseline")):
         output.check_writable(path, option)
-    needs_baseline(compile_regression, baseline)
-    loaded = baselines.load_baseline(output.absolute(baseline)) if baseline else None  # type: ignore[arg-type]
-    gates = Gates(max_compiles=max_compiles, fail_on=cause_codes(fail_on),
-                  list_all=junit is not None, after_warmup=after_warmup,
-                  allow_unrecorded=allow_unrecorded, max_slow_calls=max_slow_calls,
-                  max_eager_compiles=max_eager_compiles)
-    return Request(files, gates, loaded, output.absolute(baseline),
-                   output.absolute(save_baseline), output.absolute(junit),
-                   output.for_process(output.absolute(events_log), None), compile_regression,
-                   allow_unrecorded)
+    regression = baselines.fail_on_compile_regression
+    needs_baseline(regression, baselines.baseline)
+    baseline = output.absolute(baselines.baseline)
+    loaded = baseline_files.load_baseline(baseline) if baseline is not None else None
+    gates = limits.gates(list_all=junit is not None, after_warmup=after_warmup is not None)
+    return Request(files, gates, loaded, baseline, save_baseline, junit,
+                   output.for_process(output.absolute(events_log), None), regression,
+                   on_stdout is not None)
 
 
 def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
@@ -81,11 +94,11 @@ def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
                cwd: Path | None = None) -> Outcome:
     """Run ``job`` in the measured process and return its outcome (``process.supervisor``), with
     the live status line on stderr when it is a terminal (``output.wants_live_line``)."""
-    from recompile_cli.process import supervisor
+    from recompile_cli.process import supervisor  # only for a run (keeps --help light)
 
     live = None
     if output.wants_live_line(quiet):
-        from recompile_cli.cli.live import LiveLine
+        from recompile_cli.cli.live import LiveLine  # only on a terminal
 
         live = LiveLine(sys.stderr)
     try:
@@ -100,8 +113,6 @@ def supervised(job: Job, events_log: Path | None = None, *, quiet: bool = False,
 def needs_baseline(compile_regression: float | None, baseline: Path | None) -> None:
     """--fail-on-compile-regression needs --baseline: exit 2 without it."""
     if compile_regression is not None and baseline is None:
-        from recompile_cli.errors import BudgetError
-
         raise BudgetError("--fail-on-compile-regression compares compile seconds and equations "
                           "with a baseline: pass --baseline FILE too (write one with "
                           "--save-baseline FILE on a run you trust).")
@@ -116,14 +127,14 @@ class _Analysed:
         self._last: tuple[Session, Report] | None = None
 
     def build_ahead(self, session: Session) -> None:
-        from recompile_cli.analysis.report import build_report
+        from recompile_cli.analysis.report import build_report  # only after a run (as above)
 
         self._last = None
         self._last = (session, build_report(session))
 
     def report(self, session: Session) -> Report:
         """The report of ``session``: the one analysed already when it is that very session."""
-        from recompile_cli.analysis.report import build_report
+        from recompile_cli.analysis.report import build_report  # only after a run (as above)
 
         last, self._last = self._last, None
         return last[1] if last is not None and last[0] is session else build_report(session)
@@ -135,6 +146,7 @@ report_of = _analysed.report
 
 def finish(outcome: Outcome, request: Request) -> None:
     """Analyse, print and write the report, evaluate the gates, and exit with the code."""
+    # the evaluator and the analysis behind it only after a run (keeps --help light)
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gated, evaluate
 
@@ -156,7 +168,7 @@ def finish(outcome: Outcome, request: Request) -> None:
                           request.baseline,
                           f"re-run with --save-baseline {request.baseline_path}",
                           compile_regression=request.compile_regression,
-                          allow_unrecorded=request.allow_unrecorded)
+                          allow_unrecorded=request.gates.allow_unrecorded)
         if gated:
             output.emit_gate(result, request.junit, outcome.session.target, problems)
     if outcome.traceback and not outcome.interrupted:

@@ -16,40 +16,30 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recompile_cli.cli import finish, options_cli, output
-from recompile_cli.cli.options_cli import (
-    AllOption,
-    BaselineOption,
-    FailOnOption,
-    FormatOption,
-    HookOption,
-    JunitOption,
-    MaxArrayOption,
-    MaxCallsOption,
-    MaxCompilesOption,
-    OutputOption,
-    QuietOption,
-    SaveBaselineOption,
-    SaveOption,
-    StaticArgnamesOption,
-    StaticArgnumsOption,
-    TimeoutOption,
-    spec_of,
+from recompile_cli.cli import collisions, finish, options_cli, output
+from recompile_cli.cli.collisions import Use
+from recompile_cli.cli.option_groups import (
+    BaselineOptions,
+    Limits,
+    ReportOptions,
+    Running,
+    SpecOptions,
+    grouped,
 )
+from recompile_cli.cli.options_cli import spec_of
 from recompile_cli.cli.output import Problems, user_errors
-from recompile_cli.session.kinds import HookMode
 
 if TYPE_CHECKING:
     from recompile_cli.session.model import Session
 
 
+@grouped
 def forecast(
     target: Annotated[str, typer.Argument(
         help="The function: package.module:function, path/file.py:function, "
         "mod:Class.method.")],
-    args: Annotated[Path | None, typer.Option(
-        "--args", "-a", parser=output.path_option, metavar="PATH",
-        help="YAML spec of the workload's calls (default: one call, no args).")] = None,
+    *,
+    spec: SpecOptions,
     warmup: Annotated[Path | None, typer.Option(
         "--warmup", parser=output.path_option, metavar="PATH",
         help="YAML spec of warm-up calls made first: the report lists each signature of the "
@@ -57,47 +47,44 @@ def forecast(
     lower: Annotated[bool, typer.Option(
         "--lower", help="Also lower each new signature to StableHLO (measured; still no "
         "compile), as jit's lowering cache keys it.")] = False,
-    static_argnames: StaticArgnamesOption = None, static_argnums: StaticArgnumsOption = None,
     keep_going: Annotated[bool, typer.Option(
         "--keep-going", help="Trace the remaining calls after one raises.")] = False,
-    fmt: FormatOption = None, output_path: OutputOption = None,
-    save: SaveOption = None, show_all: AllOption = False,
-    hook_mode: HookOption = HookMode.PRIVATE,
-    max_compiles: MaxCompilesOption = None, fail_on: FailOnOption = None,
-    save_baseline: SaveBaselineOption = None,
-    baseline: BaselineOption = None, junit_xml: JunitOption = None,
-    max_array_bytes: MaxArrayOption = None, max_calls: MaxCallsOption = None,
-    quiet: QuietOption = False, timeout: TimeoutOption = None,
     emit_warmup: Annotated[Path | None, typer.Option(
         "--emit-warmup", parser=output.path_option, metavar="PLAN.py",
         help="Also write a warm-up plan of every predicted compile (as `recompile-cli warmup` "
         "does from a run); implies --lower, so that each argument's placement is known.")
     ] = None,
+    report: ReportOptions, baselines: BaselineOptions, running: Running, limits: Limits,
 ) -> None:
     """Predict every compile of TARGET over the spec's calls without running or compiling
     anything: arrays become jax.ShapeDtypeStruct, and each call is traced with
     jit(f).trace()."""
+    # the spec's and the job's imports only for a forecast (keeps --help light)
     from recompile_cli.inputs.spec import check_calls
     from recompile_cli.process.job import Job
 
     with user_errors():
-        request = finish.request(fmt, output_path, save, show_all, max_compiles, fail_on,
-                                 baseline, save_baseline, junit_xml, None)
         plan_to = output.absolute(emit_warmup)
+        request = finish.request(report, baselines, limits, uses=[
+            Use("--emit-warmup", plan_to), Use("--args", output.absolute(spec.args), False),
+            Use("--warmup", output.absolute(warmup), False), collisions.target_file(target)])
         output.check_writable(plan_to, "--emit-warmup")
-        spec = spec_of(args, max_array_bytes, max_calls)
-        warm = spec_of(warmup, max_array_bytes, max_calls, "--warmup") if warmup else None
+        calls = spec_of(spec.args, spec.max_array_bytes, spec.max_calls)
+        warm = (spec_of(warmup, spec.max_array_bytes, spec.max_calls, "--warmup") if warmup
+                else None)
         if warm is not None:
-            check_calls({"--warmup": warm, "--args": spec},
-                        **({} if max_calls is None else {"max_calls": max_calls}))
-        job = Job(kind="forecast", target=target, spec=spec.path or None,
+            check_calls({"--warmup": warm, "--args": calls},
+                        **({} if spec.max_calls is None else {"max_calls": spec.max_calls}))
+        job = Job(kind="forecast", target=target, spec=calls.path or None,
                   warmup=warm.path if warm is not None else None,
-                  max_array_bytes=max_array_bytes, max_calls=max_calls,
-                  jit_options=options_cli.jit_options(spec, static_argnames, static_argnums),
+                  max_array_bytes=spec.max_array_bytes, max_calls=spec.max_calls,
+                  jit_options=options_cli.jit_options(calls, spec.static_argnames,
+                                                      spec.static_argnums),
                   lower=lower or plan_to is not None, keep_going=keep_going,
-                  hook_mode=hook_mode.value)
-        outcome = finish.supervised(job, quiet=quiet, timeout=options_cli.run_timeout(timeout),
-                                    stdout_to_stderr=request.files.machine_readable)
+                  hook_mode=running.hook_mode.value)
+        outcome = finish.supervised(job, quiet=running.quiet,
+                                    timeout=options_cli.run_timeout(running.timeout),
+                                    stdout_to_stderr=request.stdout_is_taken)
     if plan_to is not None:
         _emit_plan(outcome.session, plan_to, target)
     finish.finish(outcome, request)
@@ -105,6 +92,7 @@ def forecast(
 
 def _emit_plan(session: Session, to: Path, target: str) -> None:
     """Write the forecast's warm-up plan and say so on stderr (stdout is the report's)."""
+    # the plan's analysis and writer only with --emit-warmup
     from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.render.warmup_plan import render_plan, summary_text
 

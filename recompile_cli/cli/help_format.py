@@ -71,7 +71,7 @@ class ReadableGroup(TyperGroup):
 
 def _show_version(value: bool) -> None:
     if value:
-        from recompile_cli import __version__
+        from recompile_cli import __version__  # the package's, read from its metadata
 
         typer.echo(f"recompile-cli {__version__}")
         raise typer.Exit()

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from recompile_cli.cli import output
+from recompile_cli.cli import collisions, output
 from recompile_cli.cli.output import Problems
 from recompile_cli.errors import RecompileError
 from recompile_cli.render import extensions_text, guess_format
@@ -52,6 +52,7 @@ def merge(
 ) -> None:
     """Merge the reports of the processes of one multi-process JAX job and show where they
     compile differently (compile counts, signatures, causes), call by call."""
+    # the analysis, its renderers and the session reader only for this command (--help light)
     from recompile_cli.analysis.hosts.divergence import compare
     from recompile_cli.analysis.hosts.merge import merge_reports
     from recompile_cli.render.merged import render as render_merged
@@ -71,6 +72,11 @@ def merge(
         output.check_writable(to, "--output")
         output.check_writable(save_to, "--save")
         _check_distinct_files(reports)
+        output.take_stdout(collisions.check(
+            [collisions.Use("--output", to), collisions.Use("--save", save_to),
+             *(collisions.Use("REPORTS", output.absolute(path), writes=False)
+               for path in reports)],
+            report_on_stdout=to is None and fmt not in (None, MergeFormat.table)))
         merged = merge_reports([(str(path), load_session(path)) for path in reports])
     comparison = compare(merged.parts)
     output.write_session(merged.session, save_to, problems)
@@ -79,7 +85,7 @@ def merge(
                                     "merge report", problems)
         output.echo(render(merged, comparison, "table"), nl=False)
         if written:
-            typer.echo(f"Report written to {to} ({file_format}).")
+            output.echo(f"Report written to {to} ({file_format}).")
     else:
         output.echo(render(merged, comparison, fmt.value if fmt else "table"), nl=False)
     diverged = bool(comparison.divergences)

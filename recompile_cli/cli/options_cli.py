@@ -1,7 +1,8 @@
 """The command-line options that several commands share (``profile``, ``run``, ``check``,
 ``forecast``, ``report``), as ``typer`` annotations, and the parsing of the option texts they
-share (the ``--args`` spec with its limits, ``--static-argnames`` / ``--static-argnums``,
-``--fail-on``).
+share (the ``--args`` spec with its limits, ``--static-argnames`` / ``--static-argnums``).
+The groups commands take them in are ``cli.option_groups``'; the gate limits are
+``gate.limits``'.
 
 Only definitions: the commands are ``cli.app``'s (and ``cli.forecast_command``'s); the values
 are validated through ``recompile_cli.options``, and a bad one is a ``RecompileError`` (exit 2).
@@ -19,7 +20,7 @@ from recompile_cli import options, ranges
 from recompile_cli.cli import output
 from recompile_cli.errors import RecompileError
 from recompile_cli.render import FORMATS, extensions_text
-from recompile_cli.session.kinds import CauseCode, HookMode
+from recompile_cli.session.kinds import HookMode
 
 if TYPE_CHECKING:
     from recompile_cli.inputs.spec import Spec
@@ -60,20 +61,6 @@ CacheOption = Annotated[Path | None, typer.Option(
 HookOption = Annotated[HookMode, typer.Option(
     "--hook-mode", help="'private' uses JAX's tracing internals for causes (falls back "
     "automatically); 'public-only' uses only the public jax.monitoring events.")]
-MaxCompilesOption = Annotated[int | None, typer.Option(
-    "--max-compiles", min=0, max=ranges.MAX_COUNT,
-    help="Gate: exit 1 if any of your functions compiles more often.")]
-MaxSlowCallsOption = Annotated[int | None, typer.Option(
-    "--max-slow-calls", min=0, max=ranges.MAX_COUNT, metavar="N",
-    help="Gate: exit 1 if any of your functions makes more than N slow calls (calls JAX runs "
-    "through its Python dispatch without compiling); fails where they cannot be seen.")]
-MaxEagerCompilesOption = Annotated[int | None, typer.Option(
-    "--max-eager-compiles", min=0, max=ranges.MAX_COUNT, metavar="N",
-    help="Gate: exit 1 if code not yours (eager operations such as x[mask] outside jit, "
-    "libraries' jitted functions) compiles more than N times at any one line of yours.")]
-FailOnOption = Annotated[str | None, typer.Option(
-    "--fail-on", help="Gate: exit 1 on any event with these cause codes, e.g. "
-    "new_function,weak_type.")]
 SaveBaselineOption = Annotated[Path | None, typer.Option(
     "--save-baseline", parser=output.path_option, metavar="PATH",
     help="Write per-function compile counts to this baseline file.")]
@@ -86,10 +73,6 @@ CompileRegressionOption = Annotated[float | None, typer.Option(
     help="Gate, with --baseline: exit 1 where a function's largest program's jaxpr equations "
     "(exact) or its compile seconds (noisy: growth under 0.25 s never counts) grew by more "
     f"than PCT percent (0 to {ranges.MAX_PERCENT:,.0f}).")]
-AllowUnrecordedOption = Annotated[bool, typer.Option(
-    "--allow-unrecorded", help="Gate: a limit with no recorded value to check (equations "
-    "without the private hooks, a steady state with no counted call) warns instead of "
-    "failing.")]
 EventsLogOption = Annotated[Path | None, typer.Option(
     "--events-log", parser=output.path_option, metavar="PATH",
     help="Append every event to this JSON-lines file as it happens (flushed), "
@@ -157,7 +140,7 @@ def spec_of(path: Path | None, max_array_bytes: int | None, max_calls: int | Non
             option: str = "--args") -> Spec:
     """The spec file given with ``option`` (resolved against the starting folder, within
     --max-array-bytes / --max-calls when given), or one call without arguments."""
-    from recompile_cli.inputs.spec import load_spec, single_call
+    from recompile_cli.inputs.spec import load_spec, single_call  # PyYAML (keeps --help light)
 
     absolute = output.absolute(path)
     if absolute is None:
@@ -197,16 +180,8 @@ def warmup_plan(plan: Path | None, parallel: int | None) -> str | None:
                                  "compiles in: pass --after-warmup PLAN.py too, or leave "
                                  "--warmup-parallel out.")
         return None
-    from recompile_cli.capture.running.warmup import check_plan
+    from recompile_cli.capture.running.warmup import check_plan  # only with --after-warmup
 
     absolute = output.absolute(plan)
     assert absolute is not None
     return str(check_plan(absolute))
-
-
-def cause_codes(text: str | None) -> tuple[CauseCode, ...]:
-    """``--fail-on``'s cause codes (``options.cause_codes``)."""
-    try:
-        return options.cause_codes(text, "--fail-on")
-    except ValueError as exc:
-        raise RecompileError(f"{exc}.") from None

@@ -21,9 +21,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from recompile_cli import exits
+from recompile_cli.capture.hosts import process
+from recompile_cli.cli import collisions
 from recompile_cli.errors import RecompileError
 from recompile_cli.fileio import atomic_write_text, target
-from recompile_cli.render import escape
+from recompile_cli.render import escape, extensions_text, guess_format, render
+from recompile_cli.session.locations import relative
+from recompile_cli.session.model import NO_BACKEND
 
 if TYPE_CHECKING:
     from recompile_cli.analysis.report import Report
@@ -54,10 +58,24 @@ class Problems:
     messages: list[str] = field(default_factory=list)
 
 
+class _Stdout:
+    """Whether an output file is this process's stdout (``cli.collisions``): it is written
+    through stdout, and everything else this command would print there goes to stderr."""
+
+    taken: str | None = None  # the option whose file stdout is
+
+
+def take_stdout(option: str | None) -> None:
+    """Set (or, with None, clear) the output written through stdout for this command."""
+    _Stdout.taken = option
+
+
 def echo(text: str, err: bool = False, nl: bool = True, csv: bool = False) -> None:
     """Print ``text``, which may quote the program's names and values (``render.escape``'s
     policy): no line of it starts a GitHub workflow command, and CSV shown on a terminal (or
-    in GitHub Actions' log) has its control characters escaped; redirected, it stays exact."""
+    in GitHub Actions' log) has its control characters escaped; redirected, it stays exact.
+    On stderr when an output file is stdout (``take_stdout``)."""
+    err = err or _Stdout.taken is not None
     if csv and ((sys.stderr if err else sys.stdout).isatty()
                 or os.environ.get("GITHUB_ACTIONS") == "true"):
         text = escape.terminal_lines(text)
@@ -98,8 +116,6 @@ def absolute(path: Path | None) -> Path | None:
 
 def shown_path(path: Path) -> str:
     """``path`` as the outputs show it: relative to the working folder when below it."""
-    from recompile_cli.session.locations import relative
-
     return relative(str(path)) or str(path)
 
 
@@ -109,9 +125,6 @@ def for_process(path: Path | None, environment: Environment | None) -> Path | No
     launcher's variables (``capture.hosts.process.output_path``)."""
     if path is None or ("{process}" not in str(path) and "{host}" not in str(path)):
         return path
-    from recompile_cli.capture.hosts import process
-    from recompile_cli.session.model import NO_BACKEND
-
     index = host = None
     if environment is not None:
         index, host = environment.process_index, environment.host
@@ -184,7 +197,6 @@ def check_report_files(files: ReportFiles) -> None:
 def output_format(files: ReportFiles) -> str:
     """The format ``--output`` is written in: ``--format``, else the file's extension, else CSV
     tables for an existing folder. Raises ``RecompileError`` when none of these says."""
-    from recompile_cli.render import extensions_text, guess_format
 
     assert files.output is not None
     found = files.fmt or guess_format(str(files.output))
@@ -200,7 +212,11 @@ def output_format(files: ReportFiles) -> str:
 
 def write_file(path: Path, text: str, what: str, problems: Problems) -> bool:
     try:
-        atomic_write_text(path, text)
+        if _Stdout.taken is not None and collisions.identity(path) == collisions.stdout_identity():
+            sys.stdout.write(text)  # through the stream, at its place: never reopened at 0
+            sys.stdout.flush()
+        else:
+            atomic_write_text(path, text)
         return True
     except OSError as exc:
         reason = (f"cannot write the {what} to {shown_path(path)}: {exc.strerror or exc}; the "
@@ -215,7 +231,6 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
 
     Each format is rendered once; the terminal shows the table when the report goes to a file.
     """
-    from recompile_cli.render import render
 
     rendered: dict[str, str] = {}
 
@@ -244,7 +259,7 @@ def emit_report(report: Report, files: ReportFiles, problems: Problems) -> None:
 def write_session(session: Session, path: Path | None, problems: Problems) -> None:
     """``--save``: the session alone, written before any analysis, so that nothing recorded is
     lost whatever happens next."""
-    from recompile_cli.session.files import session_text
+    from recompile_cli.session.files import session_text  # the codec only to save (--help)
 
     if path is not None:
         write_file(path, session_text(session), "session", problems)
@@ -253,16 +268,17 @@ def write_session(session: Session, path: Path | None, problems: Problems) -> No
 def emit_gate(result: GateResult, junit: Path | None, suite: str, problems: Problems,
               markdown: bool = False) -> None:
     """Print the gate's results (when there are any) and write its CI outputs."""
+    # tabulate and the gate's renderers only for a gated run (keeps --help light)
     from recompile_cli.render.ci import gate_summary, github_annotations, junit_xml
 
     if not result.empty:
-        typer.echo("")
+        echo("")
         echo(gate_summary(result, markdown), nl=False)
     if junit is not None:
         write_file(junit, junit_xml(result, suite), "JUnit XML", problems)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(result.every_violation, result.errors):
-            typer.echo(line)
+            typer.echo(line, err=_Stdout.taken is not None)
     if not result.empty:
         _step_summary(lambda: gate_summary(result, markdown=True))
 

@@ -16,8 +16,10 @@ from typing import Annotated
 
 import typer
 
-from recompile_cli.cli import output
+from recompile_cli.cli import collisions, output
 from recompile_cli.cli.output import Problems
+from recompile_cli.errors import SessionFileError
+from recompile_cli.session.kinds import HookMode
 
 
 class WarmupFormat(enum.StrEnum):
@@ -39,17 +41,19 @@ def warmup(
     """Write a warm-up plan: a Python module whose warm_up(parallel=None) compiles every
     signature the run compiled, ahead of time, on your own jitted functions; what cannot be
     replayed is listed with the reason."""
+    # the analysis, the plan's writer and the session reader only for this command
     from recompile_cli.analysis.warmup.plan import plan
-    from recompile_cli.errors import SessionFileError
     from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
     from recompile_cli.session.files import load_session
-    from recompile_cli.session.model import HookMode
 
     problems = Problems()
     with output.user_errors():
         to = output.absolute(output_path)
         assert to is not None
         output.check_writable(to, "--output")
+        output.take_stdout(collisions.check([
+            collisions.Use("--output", to),
+            collisions.Use("SESSION", output.absolute(session), writes=False)]))
         loaded = load_session(session)
         if loaded.environment.hook_mode == HookMode.PUBLIC_ONLY:
             raise SessionFileError(

@@ -19,35 +19,13 @@ from typing import Any
 from recompile_cli import ranges
 from recompile_cli.analysis.shorten import distinct
 from recompile_cli.errors import BudgetError
+from recompile_cli.gate.limits import BUDGET_KEYS, Budget, budget_values
 from recompile_cli.inputs.fields import Invalid, Where, only_keys
 from recompile_cli.inputs.jit_options import parse_jit_options
-from recompile_cli.session.model import CauseCode
 
 DEFAULT_FILE = "recompile-budget.yaml"
-DEFAULT_TOLERANCE = 0.5
-_LIMITS = ("max_compiles", "max_traces", "max_compile_seconds", "tolerance", "allowed_causes",
-           "max_equations", "allow_unrecorded", "max_slow_calls", "max_eager_compiles")
 _TARGET_KEYS = ("target", "args", "script", "script_args", "steady_state_after", "budgets",
                 "static_argnames", "static_argnums", "no_jit", "after_warmup")
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """Limits for the functions whose name matches ``pattern`` (a glob), each on its own."""
-
-    pattern: str
-    max_compiles: int | None = None
-    max_traces: int | None = None
-    max_compile_seconds: float | None = None
-    tolerance: float = DEFAULT_TOLERANCE  # max_compile_seconds may be exceeded by this fraction
-    allowed_causes: tuple[CauseCode, ...] | None = None
-    max_equations: int | None = None  # jaxpr equations of any one compile (private hooks)
-    # a limit with no recorded value to check warns instead of failing (``gate.evaluate``)
-    allow_unrecorded: bool = False
-    max_slow_calls: int | None = None  # calls run through JAX's Python dispatch (slow calls)
-    # compiles of code not yours at any one line of yours inside a function matching the
-    # pattern (eager operations, a library's jitted functions: ``analysis.eager_lines``)
-    max_eager_compiles: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,36 +160,6 @@ def _target(raw: Any, where: Where) -> TargetBudget:
 
 def _budget(pattern: str, raw: Any, where: Where) -> Budget:
     if not isinstance(raw, dict) or not raw:
-        raise Invalid(where, "must be a mapping of limits: " + ", ".join(_LIMITS))
-    only_keys(raw, _LIMITS, where)
-    for key in ("max_compiles", "max_traces", "max_equations", "max_slow_calls",
-                "max_eager_compiles"):
-        value = raw.get(key)
-        if value is not None and (problem := ranges.count_problem(value)):
-            raise Invalid((*where, key), problem)
-    for key, maximum in (("max_compile_seconds", ranges.MAX_SECONDS),
-                         ("tolerance", ranges.MAX_TOLERANCE)):
-        value = raw.get(key)
-        if value is not None and (problem := ranges.number_problem(value, maximum)):
-            raise Invalid((*where, key), problem)
-    allow_unrecorded = raw.get("allow_unrecorded", False)
-    if not isinstance(allow_unrecorded, bool):
-        raise Invalid((*where, "allow_unrecorded"), "must be true or false, got "
-                                                     f"{allow_unrecorded!r}")
-    causes = raw.get("allowed_causes")
-    if causes is not None:
-        known = [code.value for code in CauseCode]
-        if not isinstance(causes, list):
-            raise Invalid((*where, "allowed_causes"), "must be a list of cause codes: "
-                                                       + ", ".join(known))
-        for i, code in enumerate(causes):
-            if code not in known:
-                raise Invalid((*where, "allowed_causes", i),
-                              f"{code!r} is not a cause code; allowed_causes must be a list of "
-                              "cause codes: " + ", ".join(known))
-        causes = tuple(map(CauseCode, causes))
-    seconds = raw.get("max_compile_seconds")
-    return Budget(pattern, raw.get("max_compiles"), raw.get("max_traces"),
-                  None if seconds is None else float(seconds),
-                  float(raw.get("tolerance", DEFAULT_TOLERANCE)), causes, raw.get("max_equations"),
-                  allow_unrecorded, raw.get("max_slow_calls"), raw.get("max_eager_compiles"))
+        raise Invalid(where, "must be a mapping of limits: " + ", ".join(BUDGET_KEYS))
+    only_keys(raw, BUDGET_KEYS, where)
+    return Budget(pattern, **budget_values(raw, where))

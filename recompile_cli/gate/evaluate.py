@@ -25,16 +25,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from recompile_cli.analysis.compare import baseline_key
 from recompile_cli.analysis.compile_cost import largest_program, top_line_text
 from recompile_cli.analysis.eager_lines import EagerLine
 from recompile_cli.analysis.messages import advice, causes_text, describe
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import SlowGroup
+from recompile_cli.analysis.warmup.plan import signature_label
 from recompile_cli.gate.against_baseline import NEEDS_PRIVATE_HOOKS, compare_baseline
 from recompile_cli.gate.baseline import Baseline
-from recompile_cli.gate.budgets import Budget
-from recompile_cli.gate.gates import Gates as Gates  # re-exported: the options of a gate
+from recompile_cli.gate.limits import Budget
+from recompile_cli.gate.limits import Gates as Gates  # re-exported: the options of a gate
 from recompile_cli.gate.rules import ALLOW_UNRECORDED
 from recompile_cli.gate.rules import Rule as Rule  # re-exported: the gate's vocabulary
 from recompile_cli.gate.rules import Violation as Violation
@@ -120,8 +122,6 @@ def verdicts(result: GateResult) -> list[Verdict]:
     """The result's rows, one per function of each target (in the order of the rows), with
     the violations outside budgets that are about it: found on its target (``--fail-on``, the
     steady state) or on it across targets (the baseline's ``file.py:name``)."""
-    from recompile_cli.analysis.compare import baseline_key
-
     grouped: dict[tuple[str, str, str | None], list[BudgetRow]] = {}
     for row in result.rows:
         grouped.setdefault((row.target, row.function, row.defined_at), []).append(row)
@@ -149,7 +149,7 @@ class Gated:
 
     label: str
     report: Report
-    gates: Gates = Gates()
+    gates: Gates = field(default_factory=Gates)
     failure: str | None = None
 
 
@@ -520,8 +520,6 @@ def check_after_warmup(report: Report) -> list[Violation]:
 def describe_miss(miss: Miss) -> str:
     """``the plan lacks f(x=f32[7,8]): shape at x: f32[8,8] -> f32[7,8] against the closest
     planned signature (prog.py:7 (main))``."""
-    from recompile_cli.analysis.warmup.plan import signature_label
-
     event = miss.event
     against = ("" if miss.causes[0].code == CauseCode.FIRST_COMPILE
                else " against the closest planned signature")

@@ -369,8 +369,8 @@ def test_every_module_the_docs_name_exists() -> None:
 
 def test_stale_references_are_found_and_ordinary_code_is_not_a_reference() -> None:
     source = '''"""Reads ``analysis.report`` and ``analysis.no_such_module``, with ``jax.jit``,
-``os._exit``, ``sys.stdout`` and ``model.act``; ``exits.ExitCode`` and ``gate.gates.Gates.budgets``
-are there, ``exits.NoSuchCode`` and ``gate.gates.Gates.no_such`` are not; so are
+``os._exit``, ``sys.stdout`` and ``model.act``; ``exits.ExitCode`` and ``gate.limits.Gates.budgets``
+are there, ``exits.NoSuchCode`` and ``gate.limits.Gates.no_such`` are not; so are
 `process/child.py`, `render/sections/` and `recompile_cli/options.py` but not
 `process/no_such.py`; ``recompile_cli.record()`` is, ``recompile_cli.no_such()`` is not.
 """
@@ -390,9 +390,9 @@ def f(options):
         "recompile_cli/analysis/example.py:1: analysis.report",
         "recompile_cli/analysis/example.py:1: analysis.no_such_module",
         "recompile_cli/analysis/example.py:2: exits.ExitCode",
-        "recompile_cli/analysis/example.py:2: gate.gates.Gates.budgets",
+        "recompile_cli/analysis/example.py:2: gate.limits.Gates.budgets",
         "recompile_cli/analysis/example.py:3: exits.NoSuchCode",
-        "recompile_cli/analysis/example.py:3: gate.gates.Gates.no_such",
+        "recompile_cli/analysis/example.py:3: gate.limits.Gates.no_such",
         "recompile_cli/analysis/example.py:4: process/child.py",
         "recompile_cli/analysis/example.py:4: render/sections/",
         "recompile_cli/analysis/example.py:4: recompile_cli/options.py",
@@ -406,7 +406,7 @@ def f(options):
     assert [problem.split(" (")[0] for problem in stale(references)] == [
         "recompile_cli/analysis/example.py:1: analysis.no_such_module",
         "recompile_cli/analysis/example.py:3: exits.NoSuchCode",
-        "recompile_cli/analysis/example.py:3: gate.gates.Gates.no_such",
+        "recompile_cli/analysis/example.py:3: gate.limits.Gates.no_such",
         "recompile_cli/analysis/example.py:5: process/no_such.py",
         "recompile_cli/analysis/example.py:5: recompile_cli.no_such()",
         "recompile_cli/analysis/example.py:13: escape.nothing",

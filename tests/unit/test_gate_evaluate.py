@@ -10,8 +10,8 @@ from msgspec.structs import replace
 from recompile_cli.analysis.compare import FunctionTotals, diff_reports
 from recompile_cli.analysis.report import build_report
 from recompile_cli.gate.baseline import Baseline
-from recompile_cli.gate.budgets import Budget
 from recompile_cli.gate.evaluate import Gated, Gates, Rule, evaluate, verdicts
+from recompile_cli.gate.limits import Budget
 from recompile_cli.session.model import Event
 
 

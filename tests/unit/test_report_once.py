@@ -17,7 +17,7 @@ from recompile_cli.analysis import report as report_module
 from recompile_cli.analysis import sweeps as sweeps_module
 from recompile_cli.analysis.warmup import coverage as coverage_module
 from recompile_cli.gate.evaluate import Gated, evaluate
-from recompile_cli.gate.gates import Gates
+from recompile_cli.gate.limits import Gates
 from recompile_cli.render import FORMATS, render
 
 # Each analysis behind a report, by the module attribute through which the report calls it.
