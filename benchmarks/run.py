@@ -25,6 +25,11 @@ Goals (see benchmarks/RESULTS.md for the figures and the machine):
 * overhead: cached calls with a ``Recorder`` attached / not (in process, paired: what ``run``
             adds to each cached call) <= 1.02 (benchmarks/overhead.py)
 * guard:    cached calls with ``install_guard()`` on / off <= 1.02 (benchmarks/guard.py)
+* saving:   the saving a slow call's fix promises against the saving it makes, an A/B in one
+            process (benchmarks/slow_call_saving.py): a 5-20 ms CPU train step with a
+            ``jax.debug.callback``, with it / without it, and the report's avoidable seconds of
+            the same step recorded; promise / measured saving <= 1.3 (never above by more than
+            30%) and measured / promise <= 1.43 (1 / 0.7: within 30% below)
 * slow:     slow calls (benchmarks/slow_calls.py): cached calls of a plain jit with a recorder
             (its slow-call hooks installed) on / off <= 1.02, nothing of ours on them; and the
             microseconds recording adds to each slow call (a jitted step with
@@ -347,6 +352,26 @@ def slow(quick: bool) -> list[Row]:
                 digits=1)]
 
 
+def saving(quick: bool) -> list[Row]:
+    command = [PY, str(HERE / "slow_call_saving.py"), "--reps", "5" if quick else "9",
+               "--blocks", "3" if quick else "4", "--json"]
+    ran = execute(command, capture=True)
+    try:
+        found = json.loads(ran.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as error:
+        raise CommandFailed(command, 0, f"no JSON printed ({error})") from None
+    note = (f" step {found['step_ms_with']:.1f} ms with the callback, "
+            f"{found['step_ms_without']:.1f} ms without; saving {found['saving_us']:.0f} us a "
+            f"call measured, {found['promise_us']:.0f} us promised (median); over the fastest "
+            f"blocks {found['quietest_ratio']:.2f}")
+    return [Row("saving", "slow-call fix: promised / measured saving (A/B, paired)",
+                found["ratios"], 1.3, note=note),
+            Row("saving", "slow-call fix: measured / promised saving (A/B, paired)",
+                found["inverse_ratios"], 1.43,
+                note=f" (the whole dispatch, as promised before issue 43: "
+                f"{found['whole_dispatch_ratio']:.1f}x the saving)")]
+
+
 def guard(quick: bool) -> list[Row]:
     reps = "9" if quick else "21"
     values = ratio_list([PY, str(HERE / "guard.py"), "--reps", reps, "--blocks", "5",
@@ -506,6 +531,7 @@ def memory_per_event(path: Path, events: int) -> list[Row]:
 
 GOALS: dict[str, Callable[[bool], list[Row]]] = {
     "startup": startup, "fixed": fixed, "overhead": overhead, "guard": guard, "slow": slow,
+    "saving": saving,
     "hosts": hosts,
     "miss": miss, "cost": cost,
     "table": signatures, "report": report, "warmup": warmup}

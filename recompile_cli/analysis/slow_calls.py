@@ -1,12 +1,18 @@
 """Slow calls, analysed: the calls JAX ran through its Python dispatch without compiling
-anything (``Session.slow_calls``), each group with its reason in words, what it cost against
-the fast path, the fix that is true for that reason and what it would save; and the functions
-whose arguments cost more than ``FLATTEN_SECONDS`` to flatten on every call.
+anything (``Session.slow_calls``), one group per function, line responsible and reason (its
+signatures inside it: the session keeps one record per signature), with its reason in words,
+what it cost against the fast path, the fix that is true for that reason and what it would
+save; and the functions whose arguments cost more than ``FLATTEN_SECONDS`` to flatten on every
+call.
 
-The cost of a slow call is its measured Python dispatch minus the fast-path baseline measured
-in the same process (one cached call of a trivial jitted function: ``SlowCallWatch``); never
-below 0 nor above what was measured. Where no baseline was measured (a run killed before its
-end), the whole dispatch is counted and ``baseline`` says so. Pure: no JAX, no printing.
+What a fix saves is the dispatch it removes, never the program's own execution (which the fast
+path runs too): a session records each slow call's Python dispatch outside the execution of
+its program (``capture.jax.slow_calls``), and that is the avoidable time. Sessions of earlier
+versions recorded the whole dispatch with a fast-path baseline measured at the run's end
+(``SlowCallWatch.fast_call_seconds``): their avoidable time is the dispatch above it, never
+below 0 nor above what was measured. On CPU a host callback makes the execution synchronous
+and the dispatch adds to every step; on an accelerator the dispatch may overlap the device's
+work, and the saving is then at most that (the fix says "up to"). Pure: no JAX, no printing.
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+import msgspec
+
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.session.locations import display
 from recompile_cli.session.model import (
+    NO_BACKEND,
     PUBLIC_ONLY_CHOSEN,
     CallKind,
     Event,
@@ -37,9 +46,10 @@ _PURE_CALLBACK_KEEPS_FAST_PATH = (0, 7, 2)  # jax.pure_callback keeps jit's fast
 
 @dataclass(frozen=True, slots=True)
 class SlowGroup:
-    """One group of slow calls, analysed: ``seconds`` measured, ``avoidable_seconds`` above
-    the fast-path baseline; ``why`` the reason in words, ``fix`` what to do and what it would
-    save (None where nothing is known to help)."""
+    """One group of slow calls (a function, the line responsible and a reason), analysed:
+    ``seconds`` measured, ``avoidable_seconds`` what the fix would save; ``why`` the reason in
+    words, ``fix`` what to do and what it would save (None where nothing is known to help);
+    ``arguments`` its first signature, ``signatures`` all of them, in the order first seen."""
 
     function: str
     defined_at: str | None
@@ -57,6 +67,7 @@ class SlowGroup:
     why: str
     fix: str | None
     process: int | None = None
+    signatures: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -113,10 +124,13 @@ class SlowCallReport:
     def baseline(self) -> str:
         """How the avoidable seconds were found, in words."""
         if self.fast_call_seconds is None:
-            return ("no fast-path baseline was measured (the run did not finish): the whole "
-                    "Python dispatch is counted")
+            return DISPATCH_ONLY
         return (f"above a fast-path call of {self.fast_call_seconds * 1e6:.1f} us measured in "
                 "the same process")
+
+
+DISPATCH_ONLY = ("the Python dispatch outside the program's execution (which the fast path "
+                 "runs too); the fast path's own few microseconds a call are not subtracted")
 
 
 def analyse_slow_calls(session: Session) -> SlowCallReport:
@@ -133,17 +147,47 @@ def analyse_slow_calls(session: Session) -> SlowCallReport:
     baseline = watch.fast_call_seconds
     if baseline is not None and not (math.isfinite(baseline) and baseline >= 0):
         baseline = None
-    groups = [analyse_group(g, baseline, session.environment.jax_version)
-              for g in session.slow_calls if g.calls > 0]
+    accelerator = session.environment.backend.lower() not in ("cpu", NO_BACKEND)
+    groups = [analyse_group(g, baseline, session.environment.jax_version, accelerator,
+                            signatures)
+              for g, signatures in merged(session.slow_calls)]
     groups.sort(key=lambda g: (g.owner != Owner.USER, -g.avoidable_seconds, -g.calls))
     return SlowCallReport(observable=True, fast_call_seconds=baseline, groups=tuple(groups),
                           functions=tuple(_functions(groups, session.calls)), flatten=flatten)
 
 
-def analyse_group(g: SlowCalls, baseline: float | None, jax_version: str) -> SlowGroup:
-    """One group analysed (``baseline``: the fast-path seconds of a call, None if unknown)."""
+def merged(found: tuple[SlowCalls, ...] | list[SlowCalls]
+           ) -> list[tuple[SlowCalls, tuple[str, ...]]]:
+    """The session's records (one per signature) as one per function, line responsible,
+    reason and detail (and process): their calls and seconds summed, the call site of the
+    first of them, with their signatures in the order first seen. Records of no call are
+    left out."""
+    groups: dict[tuple[object, ...], list[SlowCalls]] = {}
+    for g in found:
+        if g.calls > 0:
+            groups.setdefault((g.function, g.defined_at, g.owner, g.reason, g.line, g.detail,
+                               g.kind, g.process), []).append(g)
+    out = []
+    for members in groups.values():
+        first = min(members, key=lambda g: g.first_seconds)
+        signatures = tuple(dict.fromkeys(g.arguments for g in members if g.arguments))
+        out.append((msgspec.structs.replace(
+            first, calls=sum(g.calls for g in members),
+            seconds=math.fsum(_finite(g.seconds) for g in members)), signatures))
+    return out
+
+
+def _finite(seconds: float) -> float:
+    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
+
+
+def analyse_group(g: SlowCalls, baseline: float | None, jax_version: str,
+                  accelerator: bool = False, signatures: tuple[str, ...] = ()) -> SlowGroup:
+    """One group analysed (``baseline``: the fast-path seconds of a call that sessions of
+    earlier versions measured, else None; ``accelerator``: the dispatch may overlap the
+    device's work, so the fix saves up to the avoidable seconds)."""
     version = _version(jax_version)
-    seconds = g.seconds if math.isfinite(g.seconds) and g.seconds > 0 else 0.0
+    seconds = _finite(g.seconds)
     per_call = seconds / max(g.calls, 1)
     avoidable = seconds if baseline is None else g.calls * max(per_call - baseline, 0.0)
     at = f" at {display(g.line)}" if g.line else ""
@@ -152,7 +196,8 @@ def analyse_group(g: SlowCalls, baseline: float | None, jax_version: str) -> Slo
         calls=g.calls, seconds=seconds, avoidable_seconds=min(avoidable, seconds),
         per_call_seconds=per_call, call_site=g.call_site, line=g.line, detail=g.detail,
         arguments=g.arguments, kind=g.kind, why=_why(g, at),
-        fix=_fix(g, at, version, min(avoidable, seconds)), process=g.process)
+        fix=_fix(g, at, version, min(avoidable, seconds), accelerator), process=g.process,
+        signatures=signatures or ((g.arguments,) if g.arguments else ()))
 
 
 # Each reason in words: ``{what}`` is what holds it there (``jax.debug.callback`` at its line),
@@ -206,9 +251,10 @@ def _why(g: SlowCalls, at: str) -> str:
     return _WHY[g.reason].format(what=what, detail=g.detail)
 
 
-def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> str | None:
+def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float,
+         accelerator: bool = False) -> str | None:
     """What to do for this reason (true for it), with the predicted effect."""
-    effect = f": {counted(g.calls, 'slow call')} -> 0, saving about {avoidable:.3f} s"
+    effect = effect_of(g.calls, avoidable, accelerator)
     name = f"`{g.function}`"
     reason = g.reason
     if reason == SlowReason.REF_EFFECT:
@@ -225,12 +271,18 @@ def _fix(g: SlowCalls, at: str, version: tuple[int, ...], avoidable: float) -> s
     if reason == SlowReason.AOT_HOST_CALLBACK:
         if "pure_callback" in g.detail and version >= _PURE_CALLBACK_KEEPS_FAST_PATH:
             return ("call the jitted function instead of the AOT Compiled (`jax.jit` keeps "
-                    "its fast path with `jax.pure_callback` on JAX >= 0.7.2)"
-                    + effect.replace("saving about", "saving up to")
-                    + " less the callback's own work")
+                    "its fast path with `jax.pure_callback` on JAX >= 0.7.2; the callback "
+                    "still runs, and its run is not counted here)" + effect)
         return f"move `{g.detail}`{at} out of the compiled function" + effect
     template = _FIXES.get(reason)
     return template.format(name=name, effect=effect) if template is not None else None
+
+
+def effect_of(calls: int, avoidable: float, accelerator: bool = False) -> str:
+    """``: 7 slow calls -> 0, saving about 0.012 s``: what a fix of ``calls`` slow calls
+    saves (``up to`` where the dispatch may overlap an accelerator's work)."""
+    about = "up to" if accelerator else "about"
+    return f": {counted(calls, 'slow call')} -> 0, saving {about} {avoidable:.3f} s"
 
 
 def _functions(groups: list[SlowGroup], calls: dict[str, int]) -> list[SlowFunction]:

@@ -1,7 +1,9 @@
-"""The recorder's slow calls (``capture.jax.slow_calls`` finds them): one ``SlowCalls`` group
-per function, signature and reason, named as that function's compiles are (by the trace of its
+"""The recorder's slow calls (``capture.jax.slow_calls`` finds them): one ``SlowCalls`` record
+per function, signature and reason (the report shows one group per function, line and reason:
+``analysis.slow_calls.merged``), named as that function's compiles are (by the trace of its
 program, else of its function object: ``note_trace``), with the user's call site of its first
-call, streamed to the events log.
+call, streamed to the events log. A call's seconds are its Python dispatch outside the
+program's execution (what a fix that restores the fast path saves).
 
 A group goes to the log when it first appears, then its counts at most every
 ``FLUSH_SECONDS`` and once more at the end (``flush``): never a log line per slow call, and a

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -372,12 +373,13 @@ def _slow_limit(name: str, groups: list[SlowGroup], limit: int) -> Iterable[Viol
         return
     shown = "; ".join(f"{counted(g.calls, 'call')} {g.reason}: {g.why}"
                       + (f" (first at {locations.relative(g.call_site)})" if g.call_site else "")
+                      + (f". Fix: {g.fix}" if g.fix else "")
                       for g in groups[:3])
     more = f"; ... {len(groups) - 3} more" if len(groups) > 3 else ""
-    fix = next((g.fix for g in groups if g.fix), None)
+    avoidable = math.fsum(g.avoidable_seconds for g in groups)
     yield Violation(name, Rule.MAX_SLOW_CALLS, (
         f"{name}: {counted(calls, 'slow call')} (run through JAX's Python dispatch without "
-        f"compiling), budget {limit}. {shown}{more}" + (f". Fix: {fix}" if fix else "")),
+        f"compiling), budget {limit}, {avoidable:.3f} s avoidable in all. {shown}{more}"),
         locations.relative(groups[0].line or groups[0].call_site))
 
 

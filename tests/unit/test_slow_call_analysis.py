@@ -13,8 +13,8 @@ from builders import ENV, event, f32_event, leaf, sig
 from recompile_cli.analysis.hosts.merge import merge_reports, split
 from recompile_cli.analysis.report import RowKind, build_report
 from recompile_cli.analysis.slow_calls import FLATTEN_SECONDS, NOT_RECORDED, verdict
-from recompile_cli.gate.budgets import Budget
 from recompile_cli.gate.evaluate import Gated, Gates, evaluate
+from recompile_cli.gate.limits import Budget
 from recompile_cli.gate.rules import Rule
 from recompile_cli.render import FORMATS, render
 from recompile_cli.render.csv import render_files
@@ -61,10 +61,12 @@ def test_the_cost_is_the_dispatch_above_the_baseline_and_never_negative_or_absur
     assert found["cheap"].avoidable_seconds == 0.0  # below the baseline: nothing, not < 0
     assert found["odd"].seconds == found["odd"].avoidable_seconds == 0.0
     assert [g.function for g in report.slow_calls.groups] == ["step", "cheap", "odd"]
+    # a session of this version: its seconds are the dispatch outside the execution already
     unmeasured = build_report(session(slow(), watch=SlowCallWatch(True)))
     (group,) = unmeasured.slow_calls.groups
-    assert group.avoidable_seconds == group.seconds == 0.01  # no baseline: the whole dispatch
-    assert "no fast-path baseline" in unmeasured.slow_calls.baseline
+    assert group.avoidable_seconds == group.seconds == 0.01
+    assert "outside the program's execution" in unmeasured.slow_calls.baseline
+    assert "did not finish" not in unmeasured.slow_calls.baseline
 
 
 @pytest.mark.parametrize("reason", list(SlowReason))
@@ -204,3 +206,48 @@ def test_a_flatten_above_the_threshold_names_the_function_and_its_argument():
     assert (finding.function, finding.argument, finding.custom_nodes) == ("f", "model", 7600)
     assert "15,201 pytree nodes" in finding.fix and "17.0 ms per call" in finding.fix
     assert "Dispatch cost of the arguments" in render(report, "table")
+
+
+def test_one_group_per_function_line_and_reason_with_its_signatures_inside():
+    """Issue 43: one callback line showed as 5 rows with 5 identical fixes (one per signature)."""
+    records = [slow(calls=4, seconds=0.004, arguments=f"x: f32[{n}]", first_seconds=0.1 * n)
+               for n in range(1, 6)]
+    records += [slow(calls=2, seconds=0.002, arguments="x: f32[1]", line="prog.py:9",
+                     first_seconds=0.05),  # another line of the same function
+                slow(SlowReason.ARG_TYPE, calls=3, detail="`x` is a Foo", line=None)]
+    report = build_report(session(*records))
+    groups = {(g.line, g.reason): g for g in report.slow_calls.groups}
+    assert len(groups) == 3
+    merged = groups[("prog.py:5", SlowReason.UNORDERED_EFFECT)]
+    assert (merged.calls, merged.seconds) == (20, pytest.approx(0.02))
+    assert merged.signatures == tuple(f"x: f32[{n}]" for n in range(1, 6))
+    assert merged.arguments == "x: f32[1]"  # its first signature
+    assert "20 slow calls -> 0" in (merged.fix or "")
+    assert groups[("prog.py:9", SlowReason.UNORDERED_EFFECT)].calls == 2
+    (function,) = report.slow_calls.functions
+    assert function.slow_calls == 25
+    text = render(report, "table")
+    assert text.count("Fix: move it out of `step`") == 2  # one per line, not per signature
+    assert "20 calls (5 signatures)" in text
+
+
+def test_the_saving_is_the_dispatch_and_up_to_it_on_an_accelerator():
+    """A session of this version records the dispatch outside the execution: all of it is
+    avoidable; on an accelerator the dispatch may overlap the device's work ("up to")."""
+    cpu = build_report(session(slow(calls=10, seconds=0.005), watch=SlowCallWatch(True)))
+    (group,) = cpu.slow_calls.groups
+    assert group.avoidable_seconds == pytest.approx(0.005)
+    assert "saving about 0.005 s" in (group.fix or "")
+    gpu = msgspec.structs.replace(session(slow(calls=10, seconds=0.005),
+                                          watch=SlowCallWatch(True)),
+                                  environment=msgspec.structs.replace(ENV, backend="gpu"))
+    (group,) = build_report(gpu).slow_calls.groups
+    assert "saving up to 0.005 s" in (group.fix or "")
+
+
+def test_a_finished_runs_json_never_says_it_did_not_finish():
+    for watch in (SlowCallWatch(True), SlowCallWatch(True, fast_call_seconds=5e-6)):
+        for groups in ((), (slow(),)):
+            text = render(build_report(session(*groups, watch=watch)), "json")
+            assert "did not finish" not in text
+            assert json.loads(text)["slow_calls"]["baseline"]

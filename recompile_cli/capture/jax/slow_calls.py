@@ -11,12 +11,31 @@ refuses a call is ``jaxlib/pjit.cc``'s, summarised in ``docs/slow-calls.md``):
 * ``pjit._run_python_pjit(p, args_flat, fun, args, kwargs)``: the dispatch. Whether it traced,
   lowered or compiled is the recorder's to say (``work``: its count of such events on this
   thread, before and after); one that did is a cache miss, reported as such, never a slow call.
+* ``pxla.ExecuteReplicated.__call__``: the program's execution inside a Python dispatch (on CPU,
+  with a host callback, the whole computation runs in it). Its seconds are not the slow call's:
+  a fix that moves the call to the fast path removes the Python dispatch around the execution,
+  never the execution itself, so a slow call's seconds are the dispatch less them. With
+  effects, its ``_add_tokens_to_inputs`` and ``_handle_token_bufs`` mark where XLA's
+  ``execute_sharded`` starts and ends: the Python around it (tokens, argument and output
+  handlers: about 0.2 ms a call on CPU) is dispatch, which the fast path does not pay.
+* ``debugging.debug_callback_p.impl`` (``jax.debug.callback`` and ``jax.debug.print``) and
+  ``callback.io_callback_impl``: the host side of a callback, on whichever thread XLA runs it
+  (never on a fast call: a program with either effect has no fast path).
+  The fix of an effect takes the callback out of the step (or behind a flag that is off
+  there), which removes its host run too: the seconds of the callbacks that ran inside the
+  execution are not execution (on CPU the execution waits for them), and stay in the slow
+  call's. On an accelerator they run beside the dispatch and are not counted. What removing
+  a ``jax.debug.callback`` saves, measured A/B on CPU (``benchmarks/slow_call_saving.py``):
+  the dispatch alone is about half of it, the callback's host run most of the rest.
 * ``pjit._get_fastpath_data(executable, ...)``: the end of ``cache_miss``. ``None`` makes the
   C++ entry fall back to Python for every later call of that signature (a sticky fallback); which
   of its clauses held is the reason (``_sticky``: effects, refs, PGLE, ``jax_no_execution``,
-  outputs that are not arrays). Data returned for a call that still came to Python is a per-call
+  outputs that are not arrays). Data returned for a call that still came to Python is the first
+  call of a new C++ entry (a numpy array, a Python scalar or a leaf type where a JAX array was
+  passed before: later calls take the fast path), or, when the same entry comes back, a per-call
   fallback (an uncommitted array on several devices, an argument type the C++ path refuses), an
-  entry the first call of which raised, or an entry the C++ cache lost (eviction).
+  entry the first call of which raised, or an entry the C++ cache lost (eviction). A per-call
+  reason is only believed once the entry comes back: its first call is then counted too.
 * ``stages.Compiled.call``: every Python call of an AOT ``Compiled``: every call when
   ``create_cpp_call`` gave it no C++ path (host callbacks, ``pure_callback`` included, or
   unordered effects), else a miss of its C++ path.
@@ -28,9 +47,11 @@ refuses a call is ``jaxlib/pjit.cc``'s, summarised in ``docs/slow-calls.md``):
 
 JAX's private test-event slot (``util.test_event_listener``) is not used: importing
 ``jax._src.test_util`` (which overwrites it) changes nothing here, and a listener someone put
-there is left alone. ``probe()`` says what is missing on another JAX (0.4.30 has neither
-``_run_python_pjit`` nor the private hooks mode), and the report then says slow calls were not
-observable. Every wrapper calls JAX's function first and never raises into the user's call.
+there is left alone. Nothing here compiles: the cost of a fast-path call is not measured (it
+would take a jitted function of ours, compiled in the user's process and shown in JAX's log).
+``probe()`` says what is missing on another JAX (0.4.30 has neither ``_run_python_pjit`` nor
+the private hooks mode), and the report then says slow calls were not observable. Every
+wrapper calls JAX's function first and never raises into the user's call.
 """
 
 from __future__ import annotations
@@ -90,6 +111,8 @@ def probe() -> str | None:
                 return f"jax._src.pjit.{function.__name__} has an unknown signature {found}"
         if not isinstance(stages.Compiled.__dict__["call"], staticmethod):
             return "jax._src.stages.Compiled.call is not a staticmethod"
+        if not callable(pxla.ExecuteReplicated.__dict__.get("__call__")):
+            return "jax._src.interpreters.pxla.ExecuteReplicated defines no __call__"
     except Exception as exc:  # pragma: no cover - depends on the installed JAX
         return f"cannot inspect JAX internals ({type(exc).__name__}: {exc})"
     return None
@@ -123,8 +146,8 @@ OnSlow = Callable[[Slow, float, "types.FrameType | None"], None]
 
 # A dispatch of this thread, between ``_run_python_pjit`` and ``_get_fastpath_data``: (p,
 # args_flat, fun, what _run_python_pjit returned, its start, whether it traced, lowered or
-# compiled). A tuple: it is made at every slow call.
-_Pending = tuple[Any, Any, Any, tuple[Any, ...], float, bool]
+# compiled, the thread's execution seconds before it). A tuple: it is made at every slow call.
+_Pending = tuple[Any, Any, Any, tuple[Any, ...], float, bool, float]
 
 
 class SlowCallHooks:
@@ -151,11 +174,15 @@ class SlowCallHooks:
         # AOT executables: id -> (its ref, its group where it has no C++ path, its jaxpr's ref)
         self._aot: dict[int, tuple[Any, Slow | None, Callable[[], Any]]] = {}
         self._entries: dict[tuple[Any, ...], Any] = {}  # fast-path entries made: key -> jaxpr ref
+        # entries whose first Python dispatch had a per-call reason: key -> that call's seconds
+        # (counted when the entry comes back, i.e. when the fast path refused it again)
+        self._candidates: dict[tuple[Any, ...], float] = {}
         self._raised: set[tuple[Any, ...]] = set()  # entries whose first call raised
         self._lowerings: dict[int, tuple[Any, Any]] = {}  # id(computation) -> (its ref, jaxpr ref)
         self._codes: dict[types.CodeType, Any] = {}  # code of a jitted function -> the function
         self._started: dict[int, float] = {}  # frame id -> start, of calls under disable_jit
         self._lock = threading.Lock()
+        self._host = [0.0]  # seconds the host callbacks ran so far, on every thread
         self._disable_jit: Any = None
         self._old_config_hooks: tuple[Any, Any] = (None, None)
         self._profiler = self._profiled  # one bound method: sys.getprofile() returns it
@@ -163,12 +190,15 @@ class SlowCallHooks:
     # -- lifecycle ---------------------------------------------------------------------------
     def install(self) -> None:
         from jax._src import config, core, pjit, stages
+        from jax._src.interpreters import pxla
 
         self._originals = {"_infer_params": pjit._infer_params,
                            "_run_python_pjit": pjit._run_python_pjit,
                            "_get_fastpath_data": pjit._get_fastpath_data,
                            "_cpp_pjit": pjit._cpp_pjit,
-                           "Compiled.call": stages.Compiled.__dict__["call"]}
+                           "Compiled.call": stages.Compiled.__dict__["call"],
+                           "ExecuteReplicated.__call__": pxla.ExecuteReplicated.__dict__[
+                               "__call__"]}
         self._active = True
         self._clean = core.trace_state_clean
         pjit._infer_params = self._infer_params
@@ -176,6 +206,18 @@ class SlowCallHooks:
         pjit._get_fastpath_data = self._get_fastpath_data
         pjit._cpp_pjit = self._cpp_pjit
         setattr(stages.Compiled, "call", staticmethod(_CompiledCall(self)))  # noqa: B010
+        setattr(pxla.ExecuteReplicated, "__call__",  # noqa: B010
+                _timed_execution(self._local, self._host,
+                                 self._originals["ExecuteReplicated.__call__"]))
+        for owner, name in _host_callbacks():
+            original = getattr(owner, name)
+            self._originals[f"host:{name}"] = original
+            setattr(owner, name, _timed_host(self._host, self._lock, original))
+        for name, mark in (("_add_tokens_to_inputs", _after), ("_handle_token_bufs", _before)):
+            original = pxla.ExecuteReplicated.__dict__.get(name)
+            if callable(original):
+                self._originals[name] = original
+                setattr(pxla.ExecuteReplicated, name, mark(self._local, original))
         state = self._disable_jit = config.disable_jit
         self._old_config_hooks = (state._update_global_hook, state._update_thread_local_hook)
         state._update_global_hook = self._global_set
@@ -202,6 +244,34 @@ class SlowCallHooks:
             else:
                 problems.append("jax._src.stages.Compiled.call was replaced by someone else "
                                 "during the run; left as it is")
+            from jax._src.interpreters import pxla
+
+            current = pxla.ExecuteReplicated.__dict__.get("__call__")
+            if getattr(current, "_recompile_cli_local", None) is self._local:
+                setattr(pxla.ExecuteReplicated, "__call__",  # noqa: B010
+                        self._originals["ExecuteReplicated.__call__"])
+            else:
+                problems.append("jax._src.interpreters.pxla.ExecuteReplicated.__call__ was "
+                                "replaced by someone else during the run; left as it is")
+            for name in ("_add_tokens_to_inputs", "_handle_token_bufs"):
+                original = self._originals.get(name)
+                if original is None:
+                    continue
+                current = pxla.ExecuteReplicated.__dict__.get(name)
+                if getattr(current, "_recompile_cli_local", None) is self._local:
+                    setattr(pxla.ExecuteReplicated, name, original)
+                else:
+                    problems.append(f"jax._src.interpreters.pxla.ExecuteReplicated.{name} was "
+                                    "replaced by someone else during the run; left as it is")
+            for owner, name in _host_callbacks():
+                original = self._originals.get(f"host:{name}")
+                if original is None:
+                    continue
+                if getattr(getattr(owner, name), "_recompile_cli_host", None) is self._host:
+                    setattr(owner, name, original)
+                else:
+                    problems.append(f"JAX's {name} was replaced by someone else during the "
+                                    "run; left as it is")
             state = self._disable_jit
             if state is not None:
                 if state._update_global_hook == self._global_set:
@@ -262,6 +332,7 @@ class SlowCallHooks:
             return original(p, args_flat, fun, args, kwargs, *rest)
         if start is None:
             start = time.perf_counter()
+        executed = getattr(local, "executed", 0.0)
         try:
             result = original(p, args_flat, fun, args, kwargs, *rest)
         except BaseException:
@@ -270,7 +341,8 @@ class SlowCallHooks:
             raise
         if clean:
             try:
-                local.pending = (p, args_flat, fun, result, start, self._work() != work)
+                local.pending = (p, args_flat, fun, result, start, self._work() != work,
+                                 executed)
             except Exception as exc:
                 self._report(exc)
         return result
@@ -283,43 +355,62 @@ class SlowCallHooks:
         pending = getattr(local, "pending", None)
         if pending is not None and pending[3][1] is out_flat:  # this dispatch's end
             local.pending = None
+            seconds = _dispatch_seconds(local, pending[4], pending[6])
+            earlier = None
             try:
-                group = self._dispatched(pending, data is None)
+                group, earlier = self._dispatched(pending, data is None, seconds)
             except Exception as exc:
                 self._report(exc)
                 group = None
             if group is not None:  # outside the try: the guard may raise into the call
-                self._on_slow(group, time.perf_counter() - pending[4], sys._getframe(1))
+                frame = sys._getframe(1)
+                if earlier is not None:  # the entry's first call, refused as this one is
+                    self._on_slow(group, earlier, frame)
+                self._on_slow(group, seconds, frame)
         return data
 
-    def _dispatched(self, pending: _Pending, fell_back: bool) -> Slow | None:
-        """The group of a dispatch that traced, lowered and compiled nothing; None for a
-        cache miss or a call that made a new fast-path entry."""
-        p, _, fun, result, _, worked = pending
+    def _dispatched(self, pending: _Pending, fell_back: bool, seconds: float
+                    ) -> tuple[Slow | None, float | None]:
+        """The group of a dispatch that traced, lowered and compiled nothing (None for a
+        cache miss or a call that made a new fast-path entry), and the seconds of the entry's
+        first call where it is counted only now (a per-call reason, confirmed)."""
+        p, _, fun, result, _, worked, _ = pending
         _, out_flat, _, args_flat, jaxpr, executable, pgle, _ = result[:8]
         if worked:  # a cache miss (traced, lowered or compiled): not a slow call
             self._entries[_entry_key(jaxpr, args_flat)] = _ref(jaxpr)
-            return None
+            return None, None
         if fell_back:
             program = executable if executable is not None else jaxpr
             known = self._sticky.get(id(program))
             if known is not None and known[0]() is program:  # (executables are weak-referable)
-                return known[1]
+                return known[1], None
             reason, detail, line = _sticky(executable, jaxpr, out_flat, pgle)
             group = self._group(fun, p, jaxpr, reason, detail, line, CallKind.JIT)
             self._sticky[id(program)] = (_weak(program), group)
-            return group
-        else:
-            found = _per_call(args_flat)
-            if found is None:
-                key = _entry_key(jaxpr, args_flat)
-                known = self._entries.get(key)
-                if known is None or _deref(known) is not jaxpr:  # a new fast-path entry
-                    self._entries[key] = _ref(jaxpr)
-                    return None
-                found = self._lost(key)
-            reason, detail = _named(found, jaxpr, len(args_flat))
-        return self._group(fun, p, jaxpr, reason, detail, None, CallKind.JIT)
+            return group, None
+        found, earlier = self._refused(_entry_key(jaxpr, args_flat), jaxpr, args_flat, seconds)
+        if found is None:
+            return None, None
+        reason, detail = _named(found, jaxpr, len(args_flat))
+        return self._group(fun, p, jaxpr, reason, detail, None, CallKind.JIT), earlier
+
+    def _refused(self, key: tuple[Any, ...], program: Any, args_flat: Any, seconds: float
+                 ) -> tuple[tuple[SlowReason, str, int] | None, float | None]:
+        """Why a call that came to Python with fast-path data was refused, and the seconds of
+        its entry's first call where that is counted only now; (None, None) for the first
+        call of a new entry. That first call is no slow call unless the entry comes back: a
+        new entry (a numpy array or a Python scalar where a JAX array was passed before)
+        serves later calls fast, whatever ``_per_call`` says of its leaves."""
+        known = self._entries.get(key)
+        if known is None or _deref(known) is not program:  # the entry's first call
+            self._entries[key] = _ref(program)
+            if _per_call(args_flat) is not None:
+                self._candidates[key] = seconds
+            else:
+                self._candidates.pop(key, None)
+            return None, None
+        earlier = self._candidates.pop(key, None)
+        return _per_call(args_flat) or self._lost(key), earlier
 
     def _first_raised(self, p: Any, args_flat: Any) -> None:
         try:
@@ -361,30 +452,30 @@ class SlowCallHooks:
         return group
 
     # -- the AOT path ------------------------------------------------------------------------
-    def compiled_called(self, params: Any, result: Any) -> Slow | None:
+    def compiled_called(self, params: Any, result: Any, seconds: float = 0.0
+                        ) -> tuple[Slow | None, float | None]:
         """The group of a ``Compiled.call(params, ...)`` that returned ``result`` (outs,
-        out_flat, args_flat), None when it was no slow call."""
+        out_flat, args_flat) in ``seconds``, None when it was no slow call; and the seconds of
+        its entry's first call where that is counted only now (``_refused``)."""
         if not self._active or not self._clean():
-            return None
+            return None, None
         executable = params.executable
         known = self._aot.get(id(executable))
         if known is None or known[0]() is not executable:
             known = self._aot[id(executable)] = self._why_aot(executable)
         _, group, jaxpr_ref = known
         if group is not None:  # it has no C++ path: every call is slow
-            return group
+            return group, None
         jaxpr = jaxpr_ref()
         out_flat, args_flat = result[1], result[2]  # it has one: this call missed it
-        found = _aot_sticky(executable, out_flat) or _per_call(args_flat)
+        found, earlier = _aot_sticky(executable, out_flat), None
         if found is None:
-            key = _entry_key(executable, args_flat)
-            entry = self._entries.get(key)
-            if entry is None or _deref(entry) is not executable:
-                self._entries[key] = _ref(executable)
-                return None
-            found = self._lost(key)
+            found, earlier = self._refused(_entry_key(executable, args_flat), executable,
+                                           args_flat, seconds)
+            if found is None:
+                return None, None
         reason, detail = _named(found, jaxpr, len(args_flat))
-        return self._aot_group(executable, jaxpr, reason, detail, None)
+        return self._aot_group(executable, jaxpr, reason, detail, None), earlier
 
     def _why_aot(self, executable: Any) -> tuple[Any, Slow | None, Callable[[], Any]]:
         """(a ref to an AOT executable, the group of its calls when it has no C++ path
@@ -503,18 +594,123 @@ class _CompiledCall:
         self._original = hooks._originals["Compiled.call"].__func__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        result = self._original(*args, **kwargs)
         hooks = self._hooks
+        local = hooks._local
+        start = time.perf_counter()
+        executed = getattr(local, "executed", 0.0)
+        result = self._original(*args, **kwargs)
         if hooks._active and args:
-            group = None
+            seconds = _dispatch_seconds(local, start, executed)
+            group = earlier = None
             try:
-                group = hooks.compiled_called(args[0], result)
+                group, earlier = hooks.compiled_called(args[0], result, seconds)
             except Exception as exc:
                 hooks._report(exc)
             if group is not None:  # outside the try: the guard may raise into the call
-                hooks._on_slow(group, time.perf_counter() - start, sys._getframe(1))
+                frame = sys._getframe(1)
+                if earlier is not None:
+                    hooks._on_slow(group, earlier, frame)
+                hooks._on_slow(group, seconds, frame)
         return result
+
+
+def _timed_execution(local: threading.local, host: list[float], original: Callable[..., Any]
+                     ) -> Callable[..., Any]:
+    """``ExecuteReplicated.__call__``, adding the seconds of each execution to ``local``'s
+    ``executed`` (this thread's), less those of the host callbacks that ran meanwhile
+    (``host[0]``, ``_timed_host``'s): what a slow call spends running its program, not
+    dispatching it nor calling back. The execution is XLA's ``execute_sharded`` where the token
+    methods marked it (``local.marks``: its start and end), else the whole call. A few clock
+    reads and additions are added to the call."""
+
+    def __call__(self: Any, *args: Any) -> Any:
+        start, called = time.perf_counter(), host[0]
+        outer = getattr(local, "marks", None)  # an execution this one runs inside, if any
+        marks: list[float | None] = [None, None]
+        local.marks = marks
+        try:
+            return original(self, *args)
+        finally:
+            end = time.perf_counter()
+            local.marks = outer
+            first, last = marks
+            if first is not None and last is not None and start <= first <= last <= end:
+                start, end = first, last
+            ran = end - start - max(host[0] - called, 0.0)
+            local.executed = getattr(local, "executed", 0.0) + max(ran, 0.0)
+
+    __call__._recompile_cli_local = local  # type: ignore[attr-defined]
+    return __call__
+
+
+def _after(local: threading.local, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``ExecuteReplicated._add_tokens_to_inputs``: XLA's execution starts when it returns."""
+
+    def add_tokens(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        marks = getattr(local, "marks", None)
+        if marks is not None:
+            marks[0] = time.perf_counter()
+        return result
+
+    add_tokens._recompile_cli_local = local  # type: ignore[attr-defined]
+    return add_tokens
+
+
+def _before(local: threading.local, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``ExecuteReplicated._handle_token_bufs``: XLA's execution has ended when it starts."""
+
+    def handle_tokens(self: Any, *args: Any, **kwargs: Any) -> Any:
+        marks = getattr(local, "marks", None)
+        if marks is not None:
+            marks[1] = time.perf_counter()
+        return original(self, *args, **kwargs)
+
+    handle_tokens._recompile_cli_local = local  # type: ignore[attr-defined]
+    return handle_tokens
+
+
+def _host_callbacks() -> list[tuple[Any, str]]:
+    """(owner, attribute) of the host sides of JAX's callbacks that this JAX has and that are
+    looked up when XLA calls them (``debug_callback_p.impl``; ``callback.io_callback_impl``).
+    Not ``pure_callback``'s: a jitted function with one keeps the fast path, and nothing of
+    ours runs on a fast call."""
+    found: list[tuple[Any, str]] = []
+    try:
+        from jax._src import callback, debugging
+
+        primitive = getattr(debugging, "debug_callback_p", None)
+        if callable(getattr(primitive, "impl", None)):
+            found.append((primitive, "impl"))
+        if callable(getattr(callback, "io_callback_impl", None)):
+            found.append((callback, "io_callback_impl"))
+    except Exception:  # pragma: no cover - depends on the installed JAX
+        pass
+    return found
+
+
+def _timed_host(total: list[float], lock: threading.Lock, original: Callable[..., Any]
+                ) -> Callable[..., Any]:
+    """A host callback's side, adding its seconds to ``total[0]`` (any thread)."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            seconds = time.perf_counter() - start
+            with lock:
+                total[0] += seconds
+
+    run._recompile_cli_host = total  # type: ignore[attr-defined]
+    return run
+
+
+def _dispatch_seconds(local: threading.local, start: float, executed: float) -> float:
+    """The seconds since ``start`` of this thread's dispatch, less the executions it ran
+    (``executed``: the thread's execution seconds at ``start``)."""
+    ran = getattr(local, "executed", 0.0) - executed
+    return max(time.perf_counter() - start - ran, 0.0)
 
 
 # -- reasons -----------------------------------------------------------------------------------
@@ -577,17 +773,41 @@ def _per_call(args_flat: Any) -> tuple[SlowReason, str, int] | None:
     """A reason the C++ path refuses every call with these arguments (``pjit.cc``: an
     uncommitted array on several devices; a leaf that is not an array or scalar), the detail
     (``{}`` stands for the leaf's name) and the leaf's index; None when there is none."""
+    for i, arg in enumerate(args_flat):
+        found = _refused_leaf(arg)
+        if found is not None:
+            return found[0], found[1], i
+    return None
+
+
+def _refused_leaf(arg: Any, depth: int = 0) -> tuple[SlowReason, str] | None:
+    """Why the C++ path refuses the leaf ``arg``, or None. A type registered in JAX's dispatch
+    registry (a typed PRNG key, ``jax.random.key``) is flattened by the C++ path to its
+    arrays, as ``pjit.cc`` does: its arrays are checked, not its type."""
     import numpy as np
     from jax._src.lib import xla_client as xc  # type: ignore[attr-defined]
 
-    for i, arg in enumerate(args_flat):
-        if isinstance(arg, xc.ArrayImpl):
-            if not arg._committed and len(arg.sharding.device_set) > 1:
-                return (SlowReason.UNCOMMITTED_MULTIDEVICE, "`{}` is an uncommitted array on "
-                        f"{len(arg.sharding.device_set)} devices", i)
-        elif not isinstance(arg, (np.ndarray, np.generic, bool, int, float, complex)):
-            return SlowReason.ARG_TYPE, f"`{{}}` is a {type(arg).__name__}", i
-    return None
+    if isinstance(arg, xc.ArrayImpl):
+        if not arg._committed and len(arg.sharding.device_set) > 1:
+            return (SlowReason.UNCOMMITTED_MULTIDEVICE, "`{}` is an uncommitted array on "
+                    f"{len(arg.sharding.device_set)} devices")
+        return None
+    if isinstance(arg, (np.ndarray, np.generic, bool, int, float, complex)):
+        return None
+    if depth < 4:
+        try:
+            from jax._src import tree_util
+
+            leaves = tree_util.dispatch_registry.flatten(arg)[0]
+        except Exception:
+            leaves = [arg]
+        if not (len(leaves) == 1 and leaves[0] is arg):
+            for leaf in leaves:
+                found = _refused_leaf(leaf, depth + 1)
+                if found is not None:
+                    return found
+            return None
+    return SlowReason.ARG_TYPE, f"`{{}}` is a {type(arg).__name__}"
 
 
 def _named(found: tuple[SlowReason, str, int], jaxpr: Any, count: int
@@ -734,34 +954,11 @@ def _alive(group: Slow, fun: Any) -> bool:
 
 
 # -- the fast-path baseline --------------------------------------------------------------------
-_IDENTITY: list[Any] = []  # the trivial jitted function, made once per process
-
-
-def _same(x: Any) -> Any:
-    return x
-
-
-def fast_call_seconds(calls: int = 200, rounds: int = 5) -> float | None:
-    """The seconds of one cached call of a trivial jitted function (the best of ``rounds``
-    rounds of ``calls`` calls), measured now in this process; None if it cannot be. Compiles
-    one tiny function: call it when the recording is over."""
-    try:
-        import jax
-        import numpy as np
-
-        if not _IDENTITY:
-            _IDENTITY.append(jax.jit(_same))
-        identity = _IDENTITY[0]
-        with jax.disable_jit(False):
-            value = jax.device_put(np.float32(0))
-            jax.block_until_ready(identity(value))
-            best = float("inf")
-            for _ in range(rounds):
-                start = time.perf_counter()
-                for _ in range(calls):
-                    out = identity(value)
-                best = min(best, (time.perf_counter() - start) / calls)
-            jax.block_until_ready(out)
-        return best
-    except Exception:
-        return None
+def fast_call_seconds() -> float | None:
+    """The seconds of one cached fast-path call, where they can be had without compiling
+    anything in the user's process: never, so None. Timing one needs a jitted function of ours,
+    compiled in the user's process: an extra ``Compiling`` line in JAX's log, an extra compile
+    for the user's ``jax.monitoring`` listeners and persistent cache. A slow call's seconds are
+    its Python dispatch outside the program's execution (``_dispatch_seconds``), of which the
+    fast path would still spend a few microseconds: they are not subtracted."""
+    return None

@@ -2,9 +2,10 @@
 
 Terminal and Markdown (``text_section``, laid out by ``render.table``), HTML (``html_section``)
 and the JSON report's ``slow_calls`` field (``json_section``); the CSV file and the DataFrame
-are ``analysis.dataframes.slow_calls_frame``'s. Per group of your functions' slow calls: the
-calls, the reason code, the line responsible, the call site, the seconds per call and the
-seconds avoidable; then each group's reason in words with its fix, JAX's and libraries' groups
+are ``analysis.dataframes.slow_calls_frame``'s. Per group of your functions' slow calls (one
+per function, line responsible and reason, whatever its signatures): the calls, the reason
+code, the line responsible, the call site, the seconds per call and the seconds avoidable;
+then each group's reason in words with its fix, JAX's and libraries' groups
 summed up in one line, and the functions whose arguments are slow to flatten. What a recording
 could not see is said instead of a zero. Values from the session go through the format's escape.
 """
@@ -43,7 +44,8 @@ def rows(report: Report, show_all: bool = False) -> Table:
 
 def _heading(slow: SlowCallReport) -> str:
     if slow.fast_call_seconds is None:
-        return f"{TITLE} (nothing compiled; no fast-path baseline: avoidable s = dispatch s)"
+        return (f"{TITLE} (nothing compiled; us/call and avoidable s: the Python dispatch "
+                "outside the program's execution)")
     return (f"{TITLE} (nothing compiled; avoidable s above a "
             f"{slow.fast_call_seconds * 1e6:.1f} us fast-path call)")
 
@@ -63,7 +65,9 @@ def advice(slow: SlowCallReport, show_all: bool = False) -> list[str]:
     """One sentence per listed group: its reason in words, then its fix."""
     out = []
     for g in (slow.groups if show_all else slow.of((Owner.USER,)))[:MAX_ROWS]:
-        text = f"{g.function}: {counted(g.calls, 'call')}: {g.why}."
+        signatures = (f" ({counted(len(g.signatures), 'signature')})"
+                      if len(g.signatures) > 1 else "")
+        text = f"{g.function}: {counted(g.calls, 'call')}{signatures}: {g.why}."
         if g.fix:
             text += f" Fix: {g.fix}."
         out.append(text)
