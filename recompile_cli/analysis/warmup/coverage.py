@@ -66,7 +66,8 @@ def coverage(session: Session, causes: Causes) -> Coverage | None:
     if warmup is None:
         return None
     is_after = after_warmup(warmup)
-    warm = sum(1 for e in session.events if e.compiled and e.depth == 0 and not is_after(e))
+    warm = sum(1 for e in session.events if e.compiled and e.depth == 0  # the plan's own
+               and warmup.started_seconds <= e.start_seconds < warmup.ended_seconds)
     others: Counter[Owner] = Counter()
     functions: dict[Owner, set[str]] = {}
     for e in session.events:
