@@ -434,3 +434,19 @@ def test_markdown_references_skip_code_blocks() -> None:
         "docs/example.md:1: cli/child.py",
         "docs/example.md:6: analysis.padding",
     ]
+
+
+def test_every_page_a_message_points_to_exists() -> None:
+    """A message that sends the user to a page (``docs/spec.md``, the README's section) names
+    one that exists: two pointed to README sections that had moved to docs/ (issue 43)."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    missing = []
+    for path in sorted((root / "recompile_cli").rglob("*.py")):
+        text = path.read_text()
+        missing += [f"{path.name}: {page}" for page in re.findall(r"docs/[\w-]+\.md", text)
+                    if not (root / page).is_file()]
+        missing += [f"{path.name}: README section {name!r}"
+                    for name in re.findall(r"README's '([^']+)' section", text)
+                    if f"## {name}\n" not in readme]
+    assert not missing

@@ -192,8 +192,7 @@ def _check_callable(found: loader.Target, spec: Spec, jit_options: dict[str, Any
     if required:
         raise TargetError(f"{found.ref} takes {', '.join(required)}, and no --args spec says "
                           "what to pass. Write a spec (e.g. calls: [{args: [{array: [8, 8]}]}]) "
-                          "and pass it with --args; the README's 'The argument spec' section shows "
-                          "every form.")
+                          "and pass it with --args; docs/spec.md shows every form.")
 
 
 def run_script(path: str, script_args: list[str], options: RunOptions = RunOptions()
