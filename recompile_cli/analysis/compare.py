@@ -73,6 +73,7 @@ class FunctionChange:
     compile_seconds: tuple[float, float]
     # of the largest compiled program (None: not recorded in that run)
     equations: tuple[int | None, int | None] = (None, None)
+    library: str | None = None  # the installed package of a library's function (not yours)
 
     @property
     def regressed(self) -> bool:
@@ -93,12 +94,14 @@ def diff_reports(old: Report, new: Report) -> tuple[list[FunctionChange], list[N
     """Per-function counts before and after (functions outside JAX), and the (function, cause,
     argument) triples NEW has that OLD has not."""
     before, after = function_totals([old]), function_totals([new])
+    libraries = {baseline_key(f.name, f.defined_at): f.package
+                 for report in (old, new) for f in report.functions if f.owner == Owner.LIBRARY}
     changes = []
     for key in sorted(set(before) | set(after)):
         b, a = before.get(key, FunctionTotals()), after.get(key, FunctionTotals())
         changes.append(FunctionChange(key, (b.traces, a.traces), (b.compiles, a.compiles),
                                       (b.compile_seconds, a.compile_seconds),
-                                      (b.equations, a.equations)))
+                                      (b.equations, a.equations), libraries.get(key)))
     return changes, _new_causes(old, new)
 
 

@@ -61,8 +61,8 @@ def find_budget_file(explicit: str | Path | None, cwd: Path | None = None) -> Pa
             return folder / name
     raise BudgetError(f"No budget file: there is no {DEFAULT_FILE} or pyproject.toml in "
                       f"{folder.resolve()}. "
-                      "Pass one (recompile-cli check path/to/recompile-budget.yaml); docs/ci.md has "
-                      "an example.")
+                      "Pass one (recompile-cli check path/to/recompile-budget.yaml); docs/ci.md "
+                      "has an example.")
 
 
 def load_budget_file(path: str | Path) -> BudgetFile:

@@ -32,17 +32,27 @@ def render_diff(changes: list[FunctionChange], new_causes: list[NewCause], old: 
     note = target_note(*targets) if targets else None
     if note:
         lines += [f"> {show(note)}" if markdown else f"note: {note}", ""]
+    yours = [c for c in changes if c.library is None]
     rows: list[list[Any]] = [
         [c.function, f"{c.traces[0]} -> {c.traces[1]}", _delta(*c.traces),
          f"{c.compiles[0]} -> {c.compiles[1]}", _delta(*c.compiles),
-         f"{c.compile_seconds[0]:.3f} -> {c.compile_seconds[1]:.3f}"] for c in changes]
+         f"{c.compile_seconds[0]:.3f} -> {c.compile_seconds[1]:.3f}"] for c in yours]
     headers = HEADERS
-    if any(n is not None for c in changes for n in c.equations):  # private hooks, JAX >= 0.9
+    if any(n is not None for c in yours for n in c.equations):  # private hooks, JAX >= 0.9
         headers = [*HEADERS, "equations"]
-        for row, c in zip(rows, changes, strict=True):
+        for row, c in zip(rows, yours, strict=True):
             row.append(_equations(*c.equations))
     lines.append(fit.table((headers, rows), None if markdown else width or fit.terminal_width(),
-                           show, markdown) if rows else "(no functions)")
+                           show, markdown) if rows else "(no functions of yours)")
+    libraries = [c for c in changes if c.library is not None]
+    if libraries:
+        packages = ", ".join(sorted({str(c.library) for c in libraries}))
+        compiles = [sum(c.compiles[i] for c in libraries) for i in (0, 1)]
+        grew = [c.function for c in libraries if c.regressed]
+        lines.append(f"+ libraries ({show(packages)}): {counted(len(libraries), 'function')}, "
+                     f"{compiles[0]} -> {compiles[1]} compiles"
+                     + (f"; more in {show(', '.join(grew[:3]))}" + (" ..." if len(grew) > 3
+                                                                      else "") if grew else ""))
     if new_causes:
         lines += ["", ("#### " if markdown else "") + "Causes new in " + show(new)]
         lines += [f"- {show(c.function)}: {code(show(c.code))}"

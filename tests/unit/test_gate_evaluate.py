@@ -155,6 +155,29 @@ def test_diff_reports_counts_and_new_causes():
         ("shape", "x", "f32[3]", "f32[5]", 2)]
 
 
+def test_diff_lists_your_functions_and_sums_a_librarys_in_one_line():
+    """Issue 43: ``diff`` listed optax internals among the user's functions."""
+    from recompile_cli.render.diff import render_diff
+    from recompile_cli.session.model import Owner
+
+    lib = "/venv/lib/python3.11/site-packages/optax/_src/transform.py:40"
+    old = report_of(*three_shapes()[:1],
+                    event(sig(g=leaf("f32", 2)), function="update_fn", owner=Owner.LIBRARY,
+                          defined_at=lib, seq=7))
+    new = report_of(*three_shapes(),
+                    event(sig(g=leaf("f32", 2)), function="update_fn", owner=Owner.LIBRARY,
+                          defined_at=lib, seq=7),
+                    event(sig(g=leaf("f32", 3)), function="update_fn", owner=Owner.LIBRARY,
+                          defined_at=lib, seq=8))
+    changes, _ = diff_reports(old, new)
+    assert {c.function: c.library for c in changes} == {
+        "prog.py:step": None, "transform.py:update_fn": "optax"}
+    text = render_diff(changes, [], "old.json", "new.json", width=200)
+    table, _, rest = text.partition("+ libraries")
+    assert "prog.py:step" in table and "update_fn" not in table
+    assert rest.startswith(" (optax): 1 function, 1 -> 2 compiles; more in transform.py:update_fn")
+
+
 def test_fail_on_counts_an_event_once_and_lists_all_its_changed_arguments():
     """One re-compile where two arguments changed shape is one event, not two."""
     report = report_of(*numbered(sig(x=leaf("f32", 3), y=leaf("f32", 3)),
