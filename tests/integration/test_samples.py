@@ -108,7 +108,7 @@ def test_train_loop_report_leads_with_your_function_then_jax(cli, tmp_path):
     lines = result.stdout.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("recompile-cli: "))
     assert lines[title + 1] == "train_step: 2 compiles, 1 re-compile (shape)"
-    assert re.fullmatch(r"not yours: jax \d+ compiles of \d+ functions \([0-9.]+ s\)",
+    assert re.fullmatch(r"not yours: jax \d+ compiles of \d+ functions \([0-9.]+ s compile\)",
                         lines[title + 2])
     assert lines[title + 3].startswith("in all, ")
     totals = report["totals"]
