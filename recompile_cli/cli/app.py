@@ -194,7 +194,7 @@ def check(
     shown = output.shown_path(path)
     with exits.deferred_signals() as received:
         result = evaluate(runs, loaded, f"recompile-cli check {shown} --save-baseline "
-                          f"{baselines.baseline}", strict, regression, gates.allow_unrecorded)
+                          f"{baselines.baseline}", strict, regression)
         if save_to is not None and not interrupted:
             output.write_file(save_to, baseline_files.baseline_text([r.report for r in runs]),
                               "baseline", problems)

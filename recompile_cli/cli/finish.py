@@ -167,8 +167,7 @@ def finish(outcome: Outcome, request: Request) -> None:
                                  outcome.failure)],
                           request.baseline,
                           f"re-run with --save-baseline {request.baseline_path}",
-                          compile_regression=request.compile_regression,
-                          allow_unrecorded=request.gates.allow_unrecorded)
+                          compile_regression=request.compile_regression)
         if gated:
             output.emit_gate(result, request.junit, outcome.session.target, problems)
     if outcome.traceback and not outcome.interrupted:

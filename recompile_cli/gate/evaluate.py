@@ -189,8 +189,7 @@ class _Found:
 
 def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
              update_command: str = "", strict: bool = False,
-             compile_regression: float | None = None,
-             allow_unrecorded: bool = False) -> GateResult:
+             compile_regression: float | None = None) -> GateResult:
     """Apply each run's gates, then the baseline to all runs together.
 
     Args:
@@ -202,9 +201,6 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         strict: a budget pattern that matches no recorded function fails instead of warning.
         compile_regression: with a baseline, fail where a function's compile seconds or its
             largest program's equations grew by more than this many percent.
-        allow_unrecorded: the baseline's limits (``compile_regression``) that have no
-            recorded value to compare warn instead of failing (each run's ``Gates`` says it for
-            its own limits).
 
     Returns:
         The rows, violations, target errors, improvements and warnings; ``held`` is False when
@@ -248,7 +244,9 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
     if baseline is not None:
         against = compare_baseline([run.report for run in runs], baseline, update_command,
                                    compile_regression)
-        _split_unrecorded(found, against.violations, allow_unrecorded)
+        # the baseline's limits with no recorded value warn where a run's gates allow it
+        _split_unrecorded(found, against.violations,
+                          any(run.gates.allow_unrecorded for run in runs))
         found.improvements += against.improvements
         found.warnings += against.warnings
     return GateResult(tuple(found.rows), tuple(found.violations), tuple(found.errors),

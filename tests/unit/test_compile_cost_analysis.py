@@ -272,8 +272,8 @@ def test_compile_regression_fails_when_equations_were_not_compared(allowed):
     baseline = Baseline("base.json", {"jax_version": "0.4.30", "backend": "cpu"},
                         {"heavy.py:step": FunctionTotals(1, 1, 1.0, 1000)})
     report = public_only([event(function="step", defined_at="heavy.py:12", seconds=1.0)])
-    result = evaluate([Gated("p", report)], baseline, compile_regression=10,
-                      allow_unrecorded=allowed)
+    result = evaluate([Gated("p", report, Gates(allow_unrecorded=allowed))], baseline,
+                      compile_regression=10)
     problem = ("--fail-on-compile-regression: this run recorded no equations for heavy.py:step "
                "(equations need the private hooks: hook mode private, JAX >= 0.9), so they "
                "could not be compared; a limit that cannot be checked fails; to let it pass "
