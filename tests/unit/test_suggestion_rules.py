@@ -4,6 +4,8 @@ hand-built sessions. No advice is better than wrong advice."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from builders import event, leaf, numbered, sig
 from msgspec.structs import replace
@@ -180,8 +182,8 @@ def test_buckets_when_a_dimension_takes_three_or_more_sizes():
     assert (s.function, s.code, s.predicted_compiles) == ("f", "shape", 7)
     assert s.message == (
         "`tokens` dim 0 took 40 values (1..40): 40 compiles -> 7 with power-of-two buckets of "
-        "`tokens` dim 0 (1, 2, 4, 8, 16, 32, 64; pads 46% more elements over one call of each "
-        "size), or 5 with multiples of 8 (pads 17% more elements over one call of each size). "
+        "`tokens` dim 0 (1, 2, 4, 8, 16, 32, 40: the last one the largest size seen; pads 22% "
+        "more elements over one call of each size), or 5 with multiples of 8 (pads 17% more elements over one call of each size). "
         "Pad along that dimension to the bucket size and mask the padding.")
 
 
@@ -197,11 +199,12 @@ def test_buckets_name_every_dim_of_the_same_axis():
 
 def test_buckets_never_pad_far_past_the_sizes_seen():
     s = only(*[sig(x=leaf("f32", n)) for n in (100, 120, 128)])
+    # power-of-two buckets (128) would give the one shape that padding to 128 gives: named so
     assert s.message == (
-        "`x` dim 0 took 3 values (100..128): 3 compiles -> 1 with power-of-two buckets of `x` "
-        "dim 0 (128; pads 10% more elements over one call of each size), or 2 with multiples "
-        "of 16 (pads 5.7% more elements over one call of each size). Pad along that dimension "
-        "to the bucket size and mask the padding.")
+        "`x` dim 0 took 3 values (100..128): 3 compiles -> 1 with one shape, padded to 128 "
+        "(pads 10% more elements over one call of each size), or 2 with multiples of 16 (pads "
+        "5.7% more elements over one call of each size). Pad along that dimension to the "
+        "bucket size and mask the padding.")
 
 
 def test_one_shape_when_a_dimension_takes_two_sizes():
@@ -454,7 +457,10 @@ def test_static_numbers():
 def test_static_value_and_shape_changed_together_are_both_named():
     s = only(sig(x=X3, static={"n": "1"}), sig(x=leaf("f32", 4), static={"n": "2"}))
     assert s.code == "static_value"
-    assert s.message.endswith("Together with: shape of `x` (f32[3] -> f32[4]).")
+    # the one compile changed both: dropping the static alone would not remove it
+    assert s.predicted_compiles is None
+    assert s.message.endswith("`jnp.where`. That alone would not remove these compiles: shape "
+                              "of `x` (f32[3] -> f32[4]) changed in the same calls.")
 
 
 def test_a_change_with_advice_of_its_own_is_not_appended_to_another():
@@ -535,10 +541,14 @@ def test_a_library_mode_switch_is_expected_never_traced():
 
     s = only(model("False\tattr mode"), model("True\tattr mode"))
     assert (s.code, s.predicted_compiles) == ("tree_structure", None)
-    assert s.message.startswith(
+    assert s.message == (
         "`model.bn.use_running_average` is the mode switch of `BatchNorm` (a Python bool the "
-        "library branches on) and took the values False, True between calls of f: each mode "
-        "compiles once, as expected. It cannot be traced")
+        "library branches on) and took the values False, True between calls of f: f ran in "
+        "training mode (`use_running_average=False`) and in evaluation mode "
+        "(`use_running_average=True`), and each mode compiles once. If f should train, call "
+        "`model.train()` before it; if it should evaluate, call `model.eval()` before it; if "
+        "both modes are intended, each compiles once, as expected (switch rarely, e.g. "
+        "evaluate once per epoch). It cannot be traced.")
     assert "pass it as a traced array" not in s.message
 
 
@@ -666,3 +676,77 @@ def test_an_unhashable_static_argument_gets_advice_and_other_errors_none():
     assert "a `list` (`[1, 2]`)" in advice.message and "a tuple for a list" in advice.message
     assert list(suggest([], {}, None, "the recorded block raised ValueError: bad shape")) == []
     assert list(suggest([], {}, None, None)) == []
+
+
+# -- advice that only promises what it removes (issue 43) ----------------------------------------
+def test_padding_names_every_dimension_that_varies():
+    """Dim 0 and dim 1 varied: padding dim 0 alone would keep 6 compiles ("6 -> 6")."""
+    s = only(*[sig(x=leaf("f32", b, t)) for b, t in
+               [(8, 10), (16, 10), (8, 20), (16, 20), (8, 30), (16, 30)]])
+    assert s.predicted_compiles == 1
+    assert s.message.startswith(
+        "`x` dim 1 took 3 values (10..30) and `x` dim 0 took the values 8, 16, in the same "
+        "calls: 6 compiles -> 1 with each padded to its largest size (`x` dim 1 to 30, `x` dim "
+        "0 to 16; pads 100% more elements over one call of each size), or 2 with power-of-two "
+        "buckets of `x` dim 1 (16, 30: the last one the largest size seen), the others padded "
+        "to their largest size")
+
+
+def test_padding_names_the_other_argument_that_varies_with_it():
+    s = only(*[sig(x=leaf("f32", b, 4), y=leaf("f32", t)) for b, t in [(8, 10), (16, 20)]])
+    assert s.predicted_compiles == 1
+    assert s.message == (
+        "`x` dim 0 took the values 8, 16 and `y` dim 0 took the values 10, 20, in the same "
+        "calls: 2 compiles -> 1 with each padded to its largest size (`x` dim 0 to 16, `y` dim "
+        "0 to 20; pads 33% more elements over one call of each size). Pad along each of these "
+        "dimensions and mask the padding; padding one alone leaves the others to compile.")
+
+
+def test_buckets_stop_at_the_largest_size_seen():
+    """36, 40, 48: power-of-two buckets (64) give the one compile that padding to 48 gives,
+    with more padding (and past what a positional table of 48 holds)."""
+    s = only(*[sig(tokens=leaf("f32", 4, n)) for n in (36, 40, 48)])
+    assert s.predicted_compiles == 1
+    assert "64" not in s.message
+    assert s.message.startswith("`tokens` dim 1 took 3 values (36..48): 3 compiles -> 1 with one "
+                                "shape, padded to 48 (pads 16% more elements")
+
+
+def test_padding_that_another_change_keeps_compiling_predicts_nothing():
+    """The shape and a static number changed in the same compiles: padding alone saves none,
+    so no "2 compiles -> 2"; both changes are named."""
+    found = suggestions(sig(x=leaf("f32", 8), static={"n": "1"}),
+                        sig(x=leaf("f32", 16), static={"n": "2"}))
+    assert all(s.predicted_compiles is None for s in found)
+    assert not any("compiles -> 2" in s.message for s in found)
+
+
+def test_no_suggestion_predicts_a_count_that_does_not_go_down():
+    for items in [*FIRES.values(), *SILENT.values()]:
+        for s in suggestions(*items):
+            assert s.predicted_compiles is None or f"-> {s.predicted_compiles}" in s.message
+            counts = re.findall(r"(\d+) compiles -> (\d+)", s.message)
+            assert all(int(after) < int(before) for before, after in counts), s.message
+
+
+def test_a_structure_change_that_came_with_a_new_static_function_says_so():
+    """JAX's examples/advi.py: one compile changed a static function and a structure; "keep
+    containers the same" alone would not remove it, and says so."""
+    s = only(sig(static={"func": "<lambda> (advi.py:27)"}, structure={"params": "*"},
+                 paths={"params": leaf("i32")}),
+             sig(static={"func": "<lambda> (advi.py:28)"}, structure={"params": "(*, *)"},
+                 paths={"params[0]": leaf("f32", 2), "params[1]": leaf("f32", 2)}))
+    assert s.code == "tree_structure"
+    assert s.message.endswith(
+        "Keep containers the same (same dict keys, same list lengths); pad or mask instead of "
+        "adding or removing entries. That alone would not remove these compiles: static_value "
+        "of `func` (<lambda> (advi.py:27) -> <lambda> (advi.py:28)) changed in the same calls.")
+
+
+def test_a_mode_flag_states_both_readings():
+    s = only(*FIRES["mode_flag"])
+    assert s.message.endswith(
+        "part of the cache key. f ran with each value, and each value compiles once. If f "
+        "should run in one mode, set `use_running_average` the same before every call; if both "
+        "modes are intended, each compiles once, as expected (switch rarely, e.g. evaluate once "
+        "per epoch).")

@@ -11,6 +11,7 @@ JAX.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -50,8 +51,12 @@ class Group:
     causes: list[Cause]  # the primary cause of each of ``events``
     table: predict.Distinct  # the distinct signatures of ``traces``: what predictions run over
     traces: list[Event]  # every successful top-level trace of the function, in order
-    others: list[str] = field(default_factory=list)  # other changes of the same events
+    # the other changes of the same events that no group of the function is about: (code,
+    # argument) -> its text, for "Together with"
+    others: dict[tuple[CauseCode, str | None], str] = field(default_factory=dict)
     calls: int | None = None  # the function's calls, where they were counted
+    # every change of each of ``events`` (its causes, the primary first), in order
+    changes: list[tuple[Cause, ...]] = field(default_factory=list)
 
     @property
     def distinct(self) -> list[Signature]:
@@ -136,26 +141,50 @@ class Group:
     def in_model(self) -> bool:
         """``argument`` is (in) a model's parameters or an optimizer's state, not data: a Flax
         NNX module, an equinox Module partitioned by ``filter_jit``, an optax state."""
-        path = self.argument or ""
-        top = top_name(path)
-        for sig in self.distinct:
-            text = sig.structure.get(top)
-            if text is not None:
-                if _MODEL_STRUCTURE.search(text):
-                    return True
-                continue
-            for static in sig.static.values():  # equinox: the module's class, in the static part
-                nodes = node_map(static) or {}
-                if _CLASS.match(nodes.get(top, "")):
-                    return True
-        return False
+        return in_model(self.distinct, self.argument or "")
 
-    def also(self) -> str:
-        """`` Together with: ...`` naming the other changes of the same events, if any."""
-        if not self.others:
+    def covered(self, cause: Cause, fixed: Iterable[tuple[CauseCode, str | None]] = ()) -> bool:
+        """The advice's fix removes ``cause``: a change of the group's own code and argument
+        (of any argument, for advice about the whole function), or one of ``fixed``."""
+        if cause.code == self.code and (self.argument is None
+                                        or cause.argument == self.argument):
+            return True
+        return (cause.code, cause.argument) in set(fixed)
+
+    def remaining(self, fixed: Iterable[tuple[CauseCode, str | None]] = ()) -> list[str]:
+        """The changes the fix leaves where every one of the group's compiles had one: then
+        the fix alone removes none of them (a compile that also changed a static function
+        compiles again, whatever its containers). Empty where some compile had no other
+        change, or where the changes of the compiles are not known."""
+        fixed = list(fixed)
+        left: dict[tuple[CauseCode, str | None], str] = {}
+        if not self.changes:
+            return []
+        for causes in self.changes:
+            others = [c for c in causes if not self.covered(c, fixed)]
+            if not others:
+                return []
+            for cause in others:
+                left.setdefault((cause.code, cause.argument), change_text(cause))
+        return list(left.values())
+
+    def also(self, fixed: Iterable[tuple[CauseCode, str | None]] = (),
+             saves: bool = False) -> str:
+        """`` Together with: ...`` naming the other changes of the same events that the fix
+        (its own change and ``fixed``) leaves, if any; where every compile had such a change,
+        `` That alone would not remove these compiles: ... changed in the same calls.``,
+        unless the advice predicts that its fix ``saves`` compiles (the distinct signatures
+        then say more than the changes of each compile)."""
+        fixed = list(fixed)
+        left = [] if saves else self.remaining(fixed)
+        if left:
+            return (" That alone would not remove these compiles: " + _some(left)
+                    + (" changed" if len(left) == 1 else " changed too")
+                    + " in the same calls.")
+        others = [text for key, text in self.others.items() if key not in set(fixed)]
+        if not others:
             return ""
-        return (" Together with: " + "; ".join(self.others[:3])
-                + (f" ({len(self.others)} in all)" if len(self.others) > 3 else "") + ".")
+        return " Together with: " + _some(others) + "."
 
     def fix(self, after: int | None) -> tuple[str, int | None]:
         """``: N compiles -> M`` and M, for a prediction that saves compiles; ``("", None)``
@@ -163,6 +192,40 @@ class Group:
         if after is None or after >= self.compiles:
             return "", None
         return f": {self.compiles} compiles -> {after}", after
+
+
+def _some(texts: list[str], limit: int = 3) -> str:
+    """``a; b; c (5 in all)``."""
+    return "; ".join(texts[:limit]) + (f" ({len(texts)} in all)" if len(texts) > limit else "")
+
+
+def change_text(cause: Cause) -> str:
+    """``shape of `x` (f32[3] -> f32[4])``: one change, as advice names it."""
+    what = f"{cause.code} of `{cause.argument}`" if cause.argument else str(cause.code)
+    if cause.before is not None and cause.after is not None:
+        what += f" ({_short(cause.before)} -> {_short(cause.after)})"
+    return what
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def in_model(distinct: list[Signature], path: str) -> bool:
+    """``path`` is (in) a model's parameters or an optimizer's state, not data: a Flax NNX
+    module, an equinox Module partitioned by ``filter_jit``, an optax state."""
+    top = top_name(path)
+    for sig in distinct:
+        text = sig.structure.get(top)
+        if text is not None:
+            if _MODEL_STRUCTURE.search(text):
+                return True
+            continue
+        for static in sig.static.values():  # equinox: the module's class, in the static part
+            nodes = node_map(static) or {}
+            if _CLASS.match(nodes.get(top, "")):
+                return True
+    return False
 
 
 # A Flax NNX module (its GraphDef and states) or an optax state (namedtuples named ``...State``)

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 
 from recompile_cli.analysis.advice import predict
-from recompile_cli.analysis.advice.groups import Advice, Group, listed, numeric_dtype
+from recompile_cli.analysis.advice.groups import Advice, Group, in_model, listed, numeric_dtype
+from recompile_cli.session.model import CauseCode
 
 # Padding advice whose extra work is absurd is dropped, not printed: a bucketing option is left
 # out when padding would compute more than MAX_OVERHEAD times the elements the calls really
@@ -103,14 +104,16 @@ def _percent(fraction: float) -> str:
     return f"{value:.1f}%" if value >= 0.05 else "<0.1%"
 
 
-def cost(g: Group, axis: list[tuple[str, int]], bucket: dict[int, int],
+def cost(g: Group, axis: list[tuple[str, int]], bucket: dict[int, int] | list[dict[int, int]],
          counts: CallCounts) -> Cost:
-    """What padding every (path, dim) of ``axis`` to ``bucket[size]`` costs the calls."""
+    """What padding every (path, dim) of ``axis`` to ``bucket[size]`` costs the calls (or
+    each (path, dim) to its own map's, for a list of maps in the order of ``axis``)."""
     real, extra = [], []
-    dims: dict[str, list[int]] = {}
-    for path, dim in axis:
-        dims.setdefault(path, []).append(dim)
-    columns = [(g.table.leaves(path), frozenset(path_dims)) for path, path_dims in dims.items()]
+    maps = bucket if isinstance(bucket, list) else [bucket] * len(axis)
+    dims: dict[str, dict[int, dict[int, int]]] = {}
+    for (path, dim), one in zip(axis, maps, strict=True):
+        dims.setdefault(path, {})[dim] = one
+    columns = [(g.table.leaves(path), path_dims) for path, path_dims in dims.items()]
     for row in range(g.compiles):
         r = p = 0
         for values, padded_dims in columns:
@@ -120,7 +123,7 @@ def cost(g: Group, axis: list[tuple[str, int]], bucket: dict[int, int],
             shape = value[0]
             size = math.prod(shape)
             r += size
-            p += math.prod([bucket.get(n, n) if d in padded_dims else n
+            p += math.prod([padded_dims[d].get(n, n) if d in padded_dims else n
                             for d, n in enumerate(shape)]) - size
         real.append(r)
         extra.append(p)
@@ -153,21 +156,95 @@ def _extreme(base_p: int, base_r: int, windows: list[tuple[int, int]], extra: li
 
 
 # -- advice ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Axis:
+    """The (path, dim)s of numeric arrays that take the same sizes: one axis (e.g. the batch of
+    every array of a batch), padded together, and named by ``path``'s dims of it."""
+
+    path: str
+    dim: int
+    values: list[int]  # its sizes, in the order seen
+    pairs: list[tuple[str, int]]
+
+    @property
+    def where(self) -> str:
+        """```x` dim 0``, ```x` dims 0, 1``."""
+        dims = [d for p, d in self.pairs if p == self.path] or [self.dim]
+        return f"`{self.path}` dim{'s' if len(dims) > 1 else ''} {', '.join(map(str, dims))}"
+
+    @property
+    def took(self) -> str:
+        """``took the values 8, 16``, ``took 3 values (10..30)``."""
+        if len(self.values) == 2:
+            return f"took the values {listed([str(v) for v in self.values])}"
+        return f"took {len(self.values)} values ({min(self.values)}..{max(self.values)})"
+
+
+def _axes(g: Group) -> list[_Axis]:
+    """Every axis along which the group's argument varies, then those of the other numeric
+    arrays of data whose shapes changed in the same compiles: padding one dimension while
+    another still varies saves nothing. The argument's axis of the most sizes first."""
+    paths = list(dict.fromkeys([g.argument or "", *(
+        c.argument for causes in g.changes for c in causes
+        if c.code == CauseCode.SHAPE and c.argument)]))
+    axes: list[_Axis] = []
+    padded: set[tuple[str, int]] = set()
+    for path in paths:
+        if path != g.argument and (not _numeric_path(g.table, path)
+                                   or in_model(g.distinct, path)):
+            continue  # not data to pad: named as a change that padding leaves
+        dims = sorted(g.table.varying_dims(path).items(), key=lambda item: -len(item[1]))
+        for dim, values in dims:
+            if (path, dim) in padded:
+                continue
+            pairs = _same_axis(g.table, values)
+            if (path, dim) not in pairs:
+                pairs.append((path, dim))
+            padded.update(pairs)
+            axes.append(_Axis(path, dim, values, pairs))
+    return axes
+
+
 def pad_dimension(g: Group) -> Advice | None:
-    """Pad the varying dimension of a numeric array (``rules`` checked the preconditions)."""
-    path = g.argument or ""
-    dims = g.table.varying_dims(path)
-    dim, values = max(dims.items(), key=lambda item: len(item[1]))
-    axis = _same_axis(g.table, values)
-    dim_text = ", ".join(str(d) for p, d in axis if p == path) or str(dim)
-    where = f"`{path}` dim{'s' if ',' in dim_text else ''} {dim_text}"
+    """Pad the varying dimensions of a numeric array, and of the arrays whose shapes changed
+    with it (``rules`` checked the preconditions)."""
+    axes = _axes(g)
+    fixed: list[tuple[CauseCode, str | None]] = list(dict.fromkeys(
+        (CauseCode.SHAPE, p) for a in axes for p, _ in a.pairs))
+    if len(axes) == 1:
+        return _pad_axis(g, axes[0], fixed)
+    return _pad_axes(g, axes, fixed)
+
+
+def _alone(g: Group, text: str, fixed: list[tuple[CauseCode, str | None]]) -> Advice | None:
+    """Padding that would not lower the count, because something padding cannot remove
+    changed in the same compiles: the advice names it, and predicts nothing."""
+    if not g.remaining(fixed):
+        return None
+    return Advice(text + g.also(fixed))
+
+
+def _capped(bucket: dict[int, int], full: int) -> dict[int, int]:
+    """Each size's bucket, never above the largest size seen: the last bucket is the largest
+    size, which gives the same compiles with less padding (and fits what the sizes fit)."""
+    return {n: min(b, full) for n, b in bucket.items()}
+
+
+def _pad_axis(g: Group, axis: _Axis, fixed: list[tuple[CauseCode, str | None]]
+              ) -> Advice | None:
+    """Pad the dimensions of one axis."""
+    path, dim, values, pairs = axis.path, axis.dim, axis.values, axis.pairs
+    where = axis.where
     full = max(values)
-    rows = predict.Axis(g.table, axis)
+    rows = predict.Axis(g.table, pairs)
     sizes = g.table.each_signature(rows.column(path, dim))  # of every trace, in order
     counts = call_counts(g)
     to_full = dict.fromkeys(values, full)  # each size -> its bucket, for one fix
     pad_all = rows.compiles_after(to_full)
-    full_cost = cost(g, axis, to_full, counts)
+    full_cost = cost(g, pairs, to_full, counts)
+    if pad_all >= g.compiles:
+        return _alone(g, f"{where} {axis.took}: padding it to {full} (and masking) would "
+                         "reuse one shape.", fixed)
     if len(values) == 2:
         small = min(values)
         # The call history of the argument: a last batch is the leading dimension, first the
@@ -179,13 +256,13 @@ def pad_dimension(g: Group) -> Advice | None:
             if counts.counted and at is not None and g.compiles == 2 and g.calls:
                 # the smaller batch every (at + 1)th call, as said: the calls of each size
                 small_calls = g.calls // (at + 1)
-                full_cost = cost(g, axis, to_full, CallCounts(
+                full_cost = cost(g, pairs, to_full, CallCounts(
                     [g.calls - small_calls, small_calls], [], True, g.calls))
             weighed = f" (padding computes {full_cost.text()})" if counts.counted else ""
             return Advice(
                 f"the last batch is smaller: {where} is {full}, then {small} {how_often}. Pad "
                 f"the last batch to {full} (and mask it) or drop it (drop_last): {g.compiles} "
-                f"compiles -> {pad_all}{weighed}." + g.also(), pad_all)
+                f"compiles -> {pad_all}{weighed}." + g.also(fixed, saves=True), pad_all)
         if full_cost.absurd:
             return None
         pad = (f"pad to {full} (and mask) so that one shape is reused: {g.compiles} compiles "
@@ -196,7 +273,8 @@ def pad_dimension(g: Group) -> Advice | None:
                 f"{listed([str(v) for v in values])}: a length that varies between calls. Pad "
                 f"it to {full}, or to a few bucket sizes if more lengths come (e.g. multiples "
                 f"of {predict.multiple_for(values)}), and mask the padding: {g.compiles} "
-                f"compiles -> {pad_all} (pads {full_cost.text()})." + g.also(), pad_all)
+                f"compiles -> {pad_all} (pads {full_cost.text()})." + g.also(fixed, saves=True),
+                pad_all)
         # Two datasets only on evidence: each size from its own line of code. Counted calls
         # (a spec, --count-calls) show a sequence of calls of one function instead.
         if (sizes.count(small) == 1 and sizes.count(full) == 1 and at is None
@@ -206,37 +284,90 @@ def pad_dimension(g: Group) -> Advice | None:
             return Advice(
                 f"two datasets of different sizes: {where} is {sizes[0]}, then {sizes[1]}; "
                 "each size compiles once, which is expected (e.g. a train and a test set). To "
-                f"share one compile, {pad}.{last}" + g.also(), pad_all)
+                f"share one compile, {pad}.{last}" + g.also(fixed, saves=True), pad_all)
         return Advice(f"{where} took the values {listed([str(v) for v in values])}: {pad}."
-                      + g.also(), pad_all)
-    options: list[tuple[int, str]] = []
-    to_pow2 = predict.powers_of_two(values)
+                      + g.also(fixed, saves=True), pad_all)
+    # Buckets only where they keep more compiles than one shape does (else one shape is the
+    # smaller pad), and of two with the same count the one that pads less.
+    options: dict[int, tuple[float, str]] = {}  # compiles -> (padding, text)
+    to_pow2 = _capped(predict.powers_of_two(values), full)
     pow2 = rows.compiles_after(to_pow2)
-    buckets = sorted(set(to_pow2.values()))
-    pow2_cost = cost(g, axis, to_pow2, counts)
-    if pow2 < g.compiles and buckets[-1] <= 2 * full and not pow2_cost.absurd:
-        options.append((pow2, f"{pow2} with power-of-two buckets of {where} "
-                              f"({listed([str(b) for b in buckets], 8)}; pads {pow2_cost.text()})"))
+    pow2_cost = cost(g, pairs, to_pow2, counts)
+    if pow2 == pad_all and not full_cost.absurd:  # the buckets merge every size: one shape
+        options[pad_all] = (full_cost.low, f"{pad_all} with one shape, padded to {full} "
+                                           f"(pads {full_cost.text()})")
+    if pad_all < pow2 < g.compiles and not pow2_cost.absurd:
+        options[pow2] = (pow2_cost.low, f"{pow2} with power-of-two buckets of {where} "
+                                        f"({_buckets(to_pow2, full)}; pads {pow2_cost.text()})")
     width = predict.multiple_for(values)
-    to_multiple = predict.multiples_of(width, values)
+    to_multiple = _capped(predict.multiples_of(width, values), full)
     multiples = rows.compiles_after(to_multiple)
-    multiple_cost = cost(g, axis, to_multiple, counts)
-    if (multiples < g.compiles and width > 1 and to_multiple[full] <= 2 * full
-            and not multiple_cost.absurd):
-        options.append((multiples, f"{multiples} with multiples of {width} "
-                                   f"(pads {multiple_cost.text()})"))
-    if not options:
+    multiple_cost = cost(g, pairs, to_multiple, counts)
+    if (pad_all < multiples < g.compiles and width > 1 and not multiple_cost.absurd
+            and multiple_cost.low < options.get(multiples, (math.inf, ""))[0]):
+        last = "" if full % width == 0 else f", the last one {full}"
+        options[multiples] = (multiple_cost.low, f"{multiples} with multiples of {width}{last} "
+                                                 f"(pads {multiple_cost.text()})")
+    if list(options) in ([], [pad_all]):  # one shape alone
         if full_cost.absurd:
             return None
         return Advice(
-            f"{where} took {len(values)} values ({min(values)}..{full}): pad to {full} (and "
-            f"mask) so that one shape is reused: {g.compiles} compiles -> {pad_all} "
-            f"(pads {full_cost.text()})." + g.also(), pad_all)
+            f"{where} {axis.took}: pad to {full} (and mask) so that one shape is reused: "
+            f"{g.compiles} compiles -> {pad_all} (pads {full_cost.text()})."
+            + g.also(fixed, saves=True), pad_all)
     return Advice(
-        f"{where} took {len(values)} values ({min(values)}..{full}): {g.compiles} compiles -> "
+        f"{where} {axis.took}: {g.compiles} compiles -> "
+        + ", or ".join(text for _, text in options.values())
+        + ". Pad along that dimension to the bucket size and mask the padding."
+        + g.also(fixed, saves=True), next(iter(options)))
+
+
+def _buckets(bucket: dict[int, int], full: int) -> str:
+    """``16, 32, 48``: the buckets, the last one the largest size seen (no power of two)."""
+    text = listed([str(b) for b in sorted(set(bucket.values()))], 8)
+    return text if full & (full - 1) == 0 else f"{text}: the last one the largest size seen"
+
+
+def _pad_axes(g: Group, axes: list[_Axis], fixed: list[tuple[CauseCode, str | None]]
+              ) -> Advice | None:
+    """Pad the dimensions of several axes that varied in the same compiles: each to its
+    largest size, or, for an axis of three sizes or more, to power-of-two buckets."""
+    pairs = [pair for axis in axes for pair in axis.pairs]
+    rows = predict.Axis(g.table, pairs)
+    counts = call_counts(g)
+    said = " and ".join(f"{axis.where} {axis.took}" for axis in axes)
+    to_full = [dict.fromkeys(axis.values, max(axis.values)) for axis in axes
+               for _ in axis.pairs]
+    pad_all = rows.compiles_after(to_full)
+    targets = ", ".join(f"{axis.where} to {max(axis.values)}" for axis in axes)
+    if pad_all >= g.compiles:
+        return _alone(g, f"{said}: padding each to its largest size ({targets}, and masking) "
+                         "would reuse one shape.", fixed)
+    full_cost = cost(g, pairs, to_full, counts)
+    options: list[tuple[int, str]] = []
+    if not full_cost.absurd:
+        options.append((pad_all, f"{pad_all} with each padded to its largest size ({targets}; "
+                                 f"pads {full_cost.text()})"))
+    many = [axis for axis in axes if len(axis.values) > 2]
+    if many:
+        to_pow2 = [_capped(predict.powers_of_two(axis.values), max(axis.values))
+                   if axis in many else dict.fromkeys(axis.values, max(axis.values))
+                   for axis in axes for _ in axis.pairs]
+        pow2 = rows.compiles_after(to_pow2)
+        pow2_cost = cost(g, pairs, to_pow2, counts)
+        if pad_all < pow2 < g.compiles and not pow2_cost.absurd:
+            named = " and ".join(f"{axis.where} ({_buckets(bucket, max(axis.values))})"
+                                 for axis, bucket in zip(many, [_capped(predict.powers_of_two(
+                                     a.values), max(a.values)) for a in many], strict=True))
+            options.append((pow2, f"{pow2} with power-of-two buckets of {named}, the others "
+                                  f"padded to their largest size (pads {pow2_cost.text()})"))
+    if not options:
+        return None
+    return Advice(
+        f"{said}, in the same calls: {g.compiles} compiles -> "
         + ", or ".join(text for _, text in options)
-        + ". Pad along that dimension to the bucket size and mask the padding." + g.also(),
-        options[0][0])
+        + ". Pad along each of these dimensions and mask the padding; padding one alone "
+        "leaves the others to compile." + g.also(fixed, saves=True), options[0][0])
 
 
 def change_rank(g: Group) -> Advice:

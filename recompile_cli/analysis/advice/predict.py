@@ -148,12 +148,16 @@ class Axis:
         """The sizes of ``path`` dim ``dim``, one of the axis, per row."""
         return self.columns[self.pairs.index((path, dim))]
 
-    def compiles_after(self, bucket: dict[int, int]) -> int:
-        """The distinct rows once every size is mapped through ``bucket`` (which has them all):
+    def compiles_after(self, bucket: dict[int, int] | list[dict[int, int]]) -> int:
+        """The distinct rows once every size is mapped through ``bucket`` (which has them all),
+        or each (path, dim)'s sizes through its own map (a list, in the order of the axis):
         ``compiles_after`` of ``map_dim`` for each (path, dim)."""
-        sizes: dict[Any, int | None] = {None: None}  # None: a row without that dim
-        sizes.update(bucket)
-        bucketed = (map(sizes.__getitem__, column) for column in self.columns)
+        maps = bucket if isinstance(bucket, list) else [bucket] * len(self.columns)
+        bucketed = []
+        for one, column in zip(maps, self.columns, strict=True):
+            sizes: dict[Any, int | None] = {None: None}  # None: a row without that dim
+            sizes.update(one)
+            bucketed.append(map(sizes.__getitem__, column))
         return len(set(zip(self.rows, *bucketed, strict=True)))
 
 

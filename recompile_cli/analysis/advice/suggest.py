@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recompile_cli.analysis.advice import predict
-from recompile_cli.analysis.advice.groups import Group
+from recompile_cli.analysis.advice.groups import Group, change_text
 from recompile_cli.analysis.advice.rules import PER_FUNCTION, advise
 from recompile_cli.analysis.causes.cause import Cause
 from recompile_cli.analysis.shorten import shown
@@ -69,8 +69,10 @@ def suggest(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
         yield _trace_error(name, argument, event)
     for group in found:
         advice = advise(group)
-        if advice is not None:
-            yield Suggestion(group.name, group.code, advice.message, advice.predicted_compiles)
+        if advice is None or (advice.predicted_compiles is not None
+                              and advice.predicted_compiles >= group.compiles):
+            continue  # a fix that would not lower the count is no advice
+        yield Suggestion(group.name, group.code, advice.message, advice.predicted_compiles)
 
 
 def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
@@ -81,7 +83,8 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
     functions: dict[tuple[str, str | None], _Function] = {}
     by_key: dict[str, _Function] = {}  # two (name, defined_at) may share a function_key
     groups: dict[tuple[str, CauseCode, str | None], tuple[
-        _Function, list[Event], list[Cause], dict[tuple[CauseCode, str | None], str]]] = {}
+        _Function, list[Event], list[Cause], dict[tuple[CauseCode, str | None], str],
+        list[tuple[Cause, ...]]]] = {}
     errors: dict[tuple[str, str | None, str], Event] = {}
     for event in events:
         if event.owner != Owner.USER or event.depth != 0:
@@ -108,25 +111,29 @@ def gather(events: Iterable[Event], causes: dict[int, tuple[Cause, ...]],
         group_key = (fn.key, cause.code, None if per_function else cause.argument)
         group = groups.get(group_key)
         if group is None:
-            group = groups[group_key] = (fn, [], [], {})  # others: (code, argument) -> text
+            group = groups[group_key] = (fn, [], [], {}, [])  # others: (code, argument) -> text
         group[1].append(event)
         group[2].append(cause)
+        group[4].append(found)
         for other in found[1:]:
-            if other.code == cause.code and (per_function or cause.code == CauseCode.SHAPE):
-                continue  # advised together, or the same axis: named already
-            group[3].setdefault((other.code, other.argument), _change_text(other))
+            if other.code == cause.code and (per_function or other.argument == cause.argument):
+                continue  # advised together
+            group[3].setdefault((other.code, other.argument), change_text(other))
     return errors, [
         Group(group_events[0].function, fn.key, code, argument, group_events, group_causes,
-              fn.table, fn.traces, _unadvised(others, fn.key, groups), (calls or {}).get(fn.key))
-        for (_, code, argument), (fn, group_events, group_causes, others) in groups.items()]
+              fn.table, fn.traces, _unadvised(others, fn.key, groups), (calls or {}).get(fn.key),
+              changes)
+        for (_, code, argument), (fn, group_events, group_causes, others, changes)
+        in groups.items()]
 
 
 def _unadvised(others: dict[tuple[CauseCode, str | None], str], key: str,
-               groups: Mapping[tuple[str, CauseCode, str | None], object]) -> list[str]:
-    """The texts of the other changes of a group's events that no group of the same function
-    is about: a change with advice of its own is named there, not appended here."""
-    return [text for (code, argument), text in others.items()
-            if (key, code, argument) not in groups and (key, code, None) not in groups]
+               groups: Mapping[tuple[str, CauseCode, str | None], object]
+               ) -> dict[tuple[CauseCode, str | None], str]:
+    """The other changes of a group's events that no group of the same function is about: a
+    change with advice of its own is named there, not appended here."""
+    return {(code, argument): text for (code, argument), text in others.items()
+            if (key, code, argument) not in groups and (key, code, None) not in groups}
 
 
 def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
@@ -142,18 +149,6 @@ def _trace_error(name: str, argument: str | None, event: Event) -> Suggestion:
     else:
         message = f"raised {error.type} while tracing: {error.message}"
     return Suggestion(name, SuggestionCode.TRACE_ERROR, message)
-
-
-def _change_text(cause: Cause) -> str:
-    """``shape of `x` (f32[3] -> f32[4])``: one change, for "Together with"."""
-    what = f"{cause.code} of `{cause.argument}`" if cause.argument else cause.code
-    if cause.before is not None and cause.after is not None:
-        what += f" ({_short(cause.before)} -> {_short(cause.after)})"
-    return what
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _HASHABLE_FIX = ("JAX hashes static arguments to find the compiled program: pass a hashable "

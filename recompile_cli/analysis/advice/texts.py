@@ -24,8 +24,10 @@ from recompile_cli.analysis.advice.groups import (
 from recompile_cli.analysis.causes.nearest import top_name
 from recompile_cli.analysis.shorten import shown
 from recompile_cli.session.locations import relative
-from recompile_cli.session.model import FunctionKind, Leaf, StaticClass
+from recompile_cli.session.model import CauseCode, FunctionKind, Leaf, StaticClass
 from recompile_cli.session.structures import (
+    ATTR,
+    LEAF,
     split_note,
     treedef_text,
 )
@@ -38,7 +40,7 @@ def dtype(g: Group) -> Advice:
     return Advice(
         f"`{g.argument}` reached {g.name} with different dtypes ({listed(g.values())}). Cast "
         f"it once before the call, e.g. `{g.argument}.astype(jnp.{first.dtype})` (the dtype "
-        f"seen first){text}." + g.also(), after)
+        f"seen first){text}." + g.also(saves=after is not None), after)
 
 
 def prng_keys(g: Group) -> Advice:
@@ -63,7 +65,9 @@ def prng_keys(g: Group) -> Advice:
         "each key type compiles once, and padding cannot merge them. Use one key type everywhere: "
         "`jax.random.key`, or convert where the two meet with "
         "`jax.random.wrap_key_data(raw)` (raw -> typed) or `jax.random.key_data(key)` "
-        f"(typed -> raw){text}." + g.also(), after)
+        f"(typed -> raw){text}." + g.also(
+            [(code, p) for p in paths for code in (CauseCode.SHAPE, CauseCode.DTYPE)],
+            saves=after is not None), after)
 
 
 def _mixed_keys(g: Group, path: str) -> bool:
@@ -109,7 +113,7 @@ def weak_types(g: Group) -> Advice:
     return Advice(
         f"{_names(paths)} {was} weakly typed ({weak.short}) in some calls of {g.name} and "
         f"strongly typed ({strong.short}) in others; JAX compiles each once. {origin}"
-        f"{followers}{text}." + g.also(), after)
+        f"{followers}{text}." + g.also(saves=after is not None), after)
 
 
 def _leaf(g: Group, path: str, weak: bool) -> Leaf:
@@ -158,7 +162,7 @@ def static_identity(g: Group) -> Advice:
         f"the same ({_example(g.statics())}) but compares unequal ({why}), so each new object "
         "compiles again. Keep one instance (create it once, "
         "outside the loop), or give the class value equality (e.g. a frozen dataclass)"
-        f"{text}." + g.also(), after)
+        f"{text}." + g.also(saves=after is not None), after)
 
 
 def _static(g: Group) -> str:
@@ -204,7 +208,8 @@ def static_type(g: Group) -> Advice:
         f"static argument `{g.argument}` of {g.name} took equal values of different types "
         f"({shown_pairs}); JAX keys a static argument on its type as well as its value, so "
         "each type compiles once. Give it one type where it is passed, e.g. "
-        f"`{pairs[0][2].convert}({g.argument})`{fix}." + g.also(), after)
+        f"`{pairs[0][2].convert}({g.argument})`{fix}." + g.also(saves=after is not None),
+        after)
 
 
 def static_function(g: Group) -> Advice:
@@ -214,7 +219,7 @@ def static_function(g: Group) -> Advice:
         f"{_static(g)} `{g.argument}` of {g.name} is (or holds) a new function object in each "
         f"call ({_example(g.statics())}): a lambda or `functools.partial` created in the loop. A "
         "function cannot be passed as a traced array; define it once, outside the loop, and "
-        f"pass that same object{text}." + g.also(), after)
+        f"pass that same object{text}." + g.also(saves=after is not None), after)
 
 
 def static_object(g: Group) -> Advice:
@@ -225,7 +230,7 @@ def static_object(g: Group) -> Advice:
         f"{_static(g)} `{g.argument}` of {g.name} is a new object in each call that differs "
         f"only by its address ({_example(g.statics())}): its class compares by identity. Keep "
         "one instance (create it once, outside the loop), or give the class value equality "
-        f"(e.g. a frozen dataclass){text}." + g.also(), after)
+        f"(e.g. a frozen dataclass){text}." + g.also(saves=after is not None), after)
 
 
 def static_number(g: Group) -> Advice:
@@ -237,6 +242,8 @@ def static_number(g: Group) -> Advice:
         fix = "; otherwise narrow the values it can take."
     elif after < g.compiles:
         fix = f": {g.compiles} compiles -> {after}; otherwise narrow the values it can take."
+    elif g.remaining():  # named by ``also``
+        fix = "."
     else:
         fix = (". That alone would not reduce the compiles, since something else changed in "
                "the same calls.")
@@ -244,7 +251,8 @@ def static_number(g: Group) -> Advice:
         f"{_static(g)} `{g.argument}` of {g.name} took {len(values)} values ({listed(values)}); "
         "each new value compiles again. If it is used only in arithmetic or branches (not as a "
         "shape, a Python loop bound or a Python `if`), pass it as a traced array instead and "
-        f"branch with `jax.lax.cond` / `jnp.where`{fix}" + g.also(),
+        f"branch with `jax.lax.cond` / `jnp.where`{fix}"
+        + g.also(saves=after is not None and after < g.compiles),
         after if after is not None and after < g.compiles else None)
 
 
@@ -262,7 +270,7 @@ def field_object(g: Group) -> Advice:
         f"contents ({_example(g.values())}), e.g. an optimizer or a function rebuilt every "
         "epoch. Create it once, outside the loop, and reuse it" + (
             "" if functions else " (or give its class value equality, e.g. a frozen dataclass)")
-        + f"{text}." + g.also(), after)
+        + f"{text}." + g.also(saves=after is not None), after)
 
 
 def library_mode(g: Group) -> Advice:
@@ -272,17 +280,64 @@ def library_mode(g: Group) -> Advice:
     of = f" of `{holder[0]}`" if holder else ""
     return Advice(
         f"`{path}` is the mode switch{of} (a Python bool the library branches on) and took "
-        f"the values {listed(g.values(), 3)} between calls of {g.name}: each mode compiles "
-        "once, as expected. It cannot be traced; switch modes rarely (e.g. evaluate once per "
-        "epoch)." + g.also())
+        f"the values {listed(g.values(), 3)} between calls of {g.name}: {_readings(g)} It "
+        "cannot be traced." + _mode_also(g))
 
 
 def mode_flag(g: Group) -> Advice:
     return Advice(
         f"`{g.argument}` took the values {listed(g.values(), 3)} between calls of {g.name}: a "
         "static field or attribute of the argument (e.g. a model switched between train and "
-        "eval mode) is part of the cache key, so each value compiles once. Expected if you "
-        "switch modes on purpose; otherwise keep it fixed." + g.also())
+        f"eval mode) is part of the cache key. {_readings(g)}" + _mode_also(g))
+
+
+_FLAGS = ("True", "False", "None")
+
+
+def _mode_also(g: Group) -> str:
+    """``also`` for a mode flag: the other flags that changed with it are switched by the same
+    call (``model.train()``), named but no reason to say the fix removes nothing."""
+    flags = [(c.code, c.argument) for causes in g.changes for c in causes
+             if c.before in _FLAGS and c.after in _FLAGS]
+    return g.also(flags) if g.remaining(flags) else g.also(saves=True)
+
+
+# A mode flag's name -> the mode its True value means (equinox ``inference``, flax
+# ``deterministic`` and ``use_running_average``; a user's ``training``).
+_TRUE_MEANS = {"deterministic": "eval", "use_running_average": "eval", "inference": "eval",
+               "eval": "eval", "is_eval": "eval", "evaluation": "eval", "eval_mode": "eval",
+               "train": "train", "training": "train", "is_training": "train",
+               "train_mode": "train", "is_train": "train"}
+
+
+def _readings(g: Group) -> str:
+    """The fact (the function ran in both modes, each compiled once) and both readings: one
+    mode meant (and how to set it before the call: ``model.train()``), or both."""
+    path = g.argument or ""
+    name = path.rpartition(".")[2]
+    notes = g.notes()
+    kind = notes[0].kind if notes else ""
+    model = top_name(path)
+    if kind == ATTR:  # a Flax NNX module: its train() and eval() set every switch
+        calls = {"train": f"call `{model}.train()`", "eval": f"call `{model}.eval()`"}
+    elif kind == LEAF:  # an equinox module, partitioned by filter_jit
+        calls = {"train": f"use `{model} = eqx.nn.inference_mode({model}, value=False)`",
+                 "eval": f"use `{model} = eqx.nn.inference_mode({model})`"}
+    else:
+        calls = {}
+    true_means = _TRUE_MEANS.get(name)
+    both = "if both modes are intended, each compiles once, as expected (switch rarely, e.g. "
+    if true_means is None or not calls:
+        how = f" ({calls['train']} or {calls['eval']})" if calls else ""
+        return (f"{g.name} ran with each value, and each value compiles once. If {g.name} "
+                f"should run in one mode, set `{name}` the same before every call{how}; "
+                f"{both}evaluate once per epoch).")
+    train = "False" if true_means == "eval" else "True"
+    evaluate = "True" if train == "False" else "False"
+    return (f"{g.name} ran in training mode (`{name}={train}`) and in evaluation mode "
+            f"(`{name}={evaluate}`), and each mode compiles once. If {g.name} should train, "
+            f"{calls['train']} before it; if it should evaluate, {calls['eval']} before it; "
+            f"{both}evaluate once per epoch).")
 
 
 def field_value(g: Group) -> Advice:
@@ -302,14 +357,14 @@ def none_or_array(g: Group) -> Advice:
     return Advice(
         f"`{g.argument}` held None in some calls of {g.name} and an array in others "
         f"({listed(g.values(), 3)}); each structure compiles once. Pass an array in every "
-        "call (e.g. zeros, with a mask or a flag array saying it is unused).")
+        "call (e.g. zeros, with a mask or a flag array saying it is unused)." + g.also())
 
 
 def containers(g: Group) -> Advice:
     return Advice(
         f"the pytree structure of `{g.argument}` changed between calls of {g.name} "
         f"({listed(g.values(), 3)}). Keep containers the same (same dict keys, same list "
-        "lengths); pad or mask instead of adding or removing entries.")
+        "lengths); pad or mask instead of adding or removing entries." + g.also())
 
 
 # -- calls ----------------------------------------------------------------------------------------
@@ -319,7 +374,7 @@ def passing(g: Group) -> Advice:
     return Advice(
         f"called with its arguments passed in different ways ({listed(g.values(), 2)}); JAX "
         "keys its cache on how arguments are passed. Pass them the same way in every call"
-        f"{how}{text}.", after)
+        f"{how}{text}." + g.also(saves=after is not None), after)
 
 
 _NEW_OBJECT = {
@@ -352,14 +407,14 @@ def new_function(g: Group) -> Advice:
                                     where=where)
     text, after = g.fix(predict.compiles_after(g.distinct, predict.same_function))
     return Advice(f"traced {_times(len(g.events))} more as a new function object: {what}"
-                  f"{text}.", after)
+                  f"{text}." + g.also(saves=after is not None), after)
 
 
 def context(g: Group) -> Advice:
     return Advice(
         f"the tracing context `{g.argument}` changed between calls of {g.name} "
         f"({listed(g.values(), 2)}). Set such config flags and context managers once, outside "
-        "the loop.")
+        "the loop." + g.also())
 
 
 def sharding(g: Group) -> Advice:
@@ -367,7 +422,7 @@ def sharding(g: Group) -> Advice:
     return Advice(
         f"compiled again without a re-trace because {what} arrived with a different placement "
         "or donation (e.g. committed to a device by `jax.device_put`). Place inputs the same "
-        "way at every call.")
+        "way at every call." + g.also())
 
 
 def _times(n: int) -> str:
