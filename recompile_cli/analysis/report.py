@@ -233,6 +233,9 @@ def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Sugge
                 line.line, SuggestionCode.EAGER_COMPILES,
                 f"{eager_advice.why(line)}. Fix: {fix}.",
                 predicted_compiles=line.compiles - line.storm_again if line.storm else None))
+    for lines in eager_advice.model_builds(eager.lines, compile_seconds):
+        out.append(Suggestion(lines[0].line, SuggestionCode.EAGER_COMPILES,
+                              eager_advice.model_build_text(lines) + "."))
     return out
 
 

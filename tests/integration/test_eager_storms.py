@@ -160,3 +160,61 @@ def test_a_librarys_set_up_from_one_call_is_its_one_time_cost_not_a_storm(
     assert not storms(report)
     assert "eager storm" not in result.stdout
     assert suggestion_for(report, line) is None  # nothing of the user's to fix
+
+
+MODEL_OVER_LINES = """
+import jax, jax.numpy as jnp
+
+def build(key):
+    k = jax.random.split(key, 6)
+    w1 = jax.random.normal(k[0], (16, 32))  # first-layer
+    b1 = jax.random.uniform(k[1], (32,))
+    w2 = jax.random.normal(k[2], (32, 24))
+    b2 = jax.random.uniform(k[3], (24,))
+    w3 = jax.random.normal(k[4], (24, 8))
+    b3 = jax.random.uniform(k[5], (8,))  # last-layer
+    return [w1, b1, w2, b2, w3, b3]
+
+params = build(jax.random.key(0))
+"""
+
+LAYER_PER_SHAPE = """
+import jax
+
+shapes = [(8 * (i + 1), 8 * (i + 2)) for i in range(8)]
+keys = jax.random.split(jax.random.key(0), len(shapes))
+params = [jax.random.normal(k, s) for k, s in zip(keys, shapes)]  # comprehension
+"""
+
+
+@requires_private_hooks
+def test_a_model_built_over_several_lines_gets_the_build_under_jit_advice(
+        cli, program, tmp_path, monkeypatch):
+    """Issue 43: the one-time init advice fired for a model built on one line only."""
+    from recompile_cli.analysis.advice import eager
+
+    monkeypatch.setattr(eager, "ONE_TIME_SECONDS", 0.0)  # the rule's logic, not this machine
+    prog = program("model", MODEL_OVER_LINES)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    first, last = line_of(prog, "# first-layer"), line_of(prog, "# last-layer")
+    (advice,) = [s["message"] for s in report["suggestions"]
+                 if s["code"] == "eager_compiles"]
+    assert f"at lines {first - 1}-{last} of build" in advice or (
+        f"at lines {first}-{last} of build" in advice)
+    assert "build the model under `jax.jit`" in advice and "storm" not in advice
+
+
+@requires_private_hooks
+def test_one_operation_per_layer_shape_is_a_model_build_not_a_storm(
+        cli, program, tmp_path, monkeypatch):
+    from recompile_cli.analysis.advice import eager
+
+    monkeypatch.setattr(eager, "ONE_TIME_SECONDS", 0.0)
+    prog = program("layers", LAYER_PER_SHAPE)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    line = at(report, prog, line_of(prog, "# comprehension"))
+    assert line["storm"] is False and line["compiles"] >= 8
+    (advice,) = [s["message"] for s in report["suggestions"] if s["function"] == line["line"]]
+    assert "build the model under `jax.jit`" in advice

@@ -12,7 +12,9 @@ why the line compiles, in words, and its fix, by the change that repeats and whe
     optimizer's eager ``update`` makes its loop bodies): jit the step that holds the line, or
     create the function once outside the loop.
 * A line that compiles many operations once each: a one-time cost. Advised only for a line of
-  several operations that is a large share of the run's compile time: a model's initialisers
+  several compiles (several operations, or one per layer shape) that is a large share of the
+  run's compile time, or for the lines of one function that draw a model's initial values
+  together (``model_builds``: a model built over several lines): a model's initialisers
   (random draws among its operations): build it under ``jax.jit`` (``nnx.jit``,
   ``jax.jit(model.init)``); JAX's operations alone (an eager ``jax.value_and_grad`` through a
   model): run it under ``jax.jit``; a library's own set-up reached from the line (one of its
@@ -21,8 +23,11 @@ why the line compiles, in words, and its fix, by the change that repeats and whe
 
 from __future__ import annotations
 
+import math
+
 from recompile_cli.analysis.eager_lines import EagerLine, LineOp
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.session.locations import parse
 from recompile_cli.session.model import CauseCode, Owner
 
 ONE_TIME_OPS = 5  # a one-time line is advised from this many operations (a model, not an op)
@@ -98,7 +103,7 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
                          "the optimizer's `update`) so that it compiles once, or create the "
                          "function once, outside the loop, and pass what changes as arguments")
         return "; ".join(fixes) + f" ({saves})"
-    if (len(line.ops) >= ONE_TIME_OPS and line.seconds >= ONE_TIME_SECONDS
+    if (line.compiles >= ONE_TIME_OPS and line.seconds >= ONE_TIME_SECONDS
             and line.seconds >= ONE_TIME_SHARE * compile_seconds):
         if _initialises(line):
             return ("build the model under `jax.jit` to compile it as one program (Flax NNX: "
@@ -108,6 +113,45 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
             return ("run it under `jax.jit` (Equinox: `eqx.filter_jit`) to compile it as one "
                     "program instead of one per operation, or accept the one-time cost")
     return None
+
+
+def model_builds(lines: tuple[EagerLine, ...], compile_seconds: float
+                 ) -> list[tuple[EagerLine, ...]]:
+    """The lines of one function (or module) that together build a model op by op, where no
+    one of them is advised alone: each draws initial values and compiles once per operation
+    (a layer per line), and together they pass the one-time rule (``fix``)."""
+    by_scope: dict[tuple[str, str | None], list[EagerLine]] = {}
+    for line in lines:
+        where = parse(line.line)
+        if (where is not None and not line.storm and _initialises(line)
+                and fix(line, compile_seconds) is None):
+            by_scope.setdefault((where.path, where.function), []).append(line)
+    out = []
+    for members in by_scope.values():
+        seconds = math.fsum(line.seconds for line in members)
+        if (len(members) > 1 and sum(line.compiles for line in members) >= ONE_TIME_OPS
+                and seconds >= ONE_TIME_SECONDS and seconds >= ONE_TIME_SHARE * compile_seconds):
+            out.append(tuple(sorted(members, key=lambda line: _line_number(line.line))))
+    return out
+
+
+def model_build_text(lines: tuple[EagerLine, ...]) -> str:
+    """The suggestion for a model built over ``lines``: why and the fix, as one text."""
+    first, last = parse(lines[0].line), parse(lines[-1].line)
+    assert first is not None and last is not None
+    compiles = sum(line.compiles for line in lines)
+    seconds = math.fsum(line.seconds for line in lines)
+    return (f"{counted(compiles, 'compile')} at lines {first.line}-{last.line} of "
+            f"{first.function or '<module>'} ({seconds:.3f} s), each operation once: a model's "
+            "initial values drawn op by op over several lines, a one-time cost. Fix: build "
+            "the model under `jax.jit` to compile it as one program (Flax NNX: `nnx.jit` of a "
+            "function that makes it; Linen: `jax.jit(model.init)`; by hand: one jitted "
+            "`init(key)` that returns every layer's parameters), or accept the one-time cost")
+
+
+def _line_number(text: str) -> int:
+    where = parse(text)
+    return where.line if where is not None else 0
 
 
 def _initialises(line: EagerLine) -> bool:
