@@ -111,8 +111,8 @@ def supervise(job: Job, *, cwd: Path | None = None, events_log: Path | None = No
             process = signals.process = child.process
             _prefetch()  # while the child starts: nothing of it was needed before
             copy = EventLog(events_log) if events_log is not None else None
-            stream = _Stream(LogReader("the measured process's events"), copy, observer, signals,
-                             ended)
+            stream = _Stream(LogReader("the measured process's events", skip_misfits=True),
+                             copy, observer, signals, ended)
             sources = {child.log: stream.take, **out.source(child.stdout),
                        **err.source(child.stderr)}
             timed_out = _follow(process, sources, signals, observer, timeout, started,
@@ -372,7 +372,8 @@ def _status(returncode: int) -> str:
 
 def _label(job: Job) -> str:
     args = " ".join(job.script_args)
-    return f"{job.target} {args}".strip() if job.kind == "script" else job.target
+    target = f"-m {job.target}" if job.module else job.target
+    return f"{target} {args}".strip() if job.kind == "script" else job.target
 
 
 def _nothing(job: Job, seconds: float) -> Session:

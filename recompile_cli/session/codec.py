@@ -63,11 +63,17 @@ def _trimmed(data: bytes, unset: bytes) -> bytes:
     return data[:-len(unset)] + b"}" if data.endswith(unset) else data
 
 
+# A leaf without symbolic dimensions leaves ``symbolic`` out, as releases before it wrote leaves
+# (the key can only be a ``Leaf``'s: no other object of the schema has it or holds an empty list
+# last under a key of that name, and a text's quotes are escaped).
+_NO_SYMBOLIC = b',"symbolic":[]}'
+
+
 def encode_event(event: Event) -> bytes:
     """One event as compact JSON, without ``process``, ``host_callback`` and ``replay`` when
-    they are not set."""
+    they are not set, and without the ``symbolic`` of leaves that have none."""
     data = _trimmed(_trimmed(_ENCODER.encode(event), _UNSET_PROCESS), _UNSET_CALLBACK)
-    return _trimmed(data, _UNSET_REPLAY)
+    return _trimmed(data, _UNSET_REPLAY).replace(_NO_SYMBOLIC, b"}")
 
 
 def plain(value: Any) -> Any:

@@ -65,21 +65,41 @@ class FunctionKey(msgspec.Struct, frozen=True, gc=False):
         return cls(text)
 
 
+SYMBOLIC_DIM = -1  # a symbolic dimension's size in ``Leaf.shape`` (its text is in ``symbolic``)
+
+
 class Leaf(msgspec.Struct, frozen=True, gc=False):
-    """The abstract value of one traced array argument, as JAX keys its caches on it."""
+    """The abstract value of one traced array argument, as JAX keys its caches on it.
+
+    A dimension that is not a number (a symbolic dimension of ``jax.export``,
+    ``export.symbolic_shape("b")``) is ``SYMBOLIC_DIM`` in ``shape``, so that every size there
+    is an integer, and its text (its expression: ``b``, ``2*b``) is in ``symbolic``, by axis.
+    """
 
     shape: tuple[int, ...]
     dtype: str
     weak_type: bool = False
     sharding: str | None = None  # only when not the default (unsharded) placement
+    symbolic: tuple[tuple[int, str], ...] = ()  # (axis, expression) of each symbolic dimension
 
     def __post_init__(self) -> None:
         _intern(self, "dtype")
 
     @property
+    def dims(self) -> tuple[str, ...]:
+        """Each dimension's text: its size, or a symbolic dimension's expression (``b``)."""
+        texts = [str(size) for size in self.shape]
+        for axis, text in self.symbolic:
+            if 0 <= axis < len(texts):
+                texts[axis] = text
+        return tuple(texts)
+
+    @property
     def short(self) -> str:
-        """JAX's short notation, e.g. ``f32[100,100]``, ``~f32[]`` for weak types."""
-        text = f"{_DTYPE_ABBREV.get(self.dtype, self.dtype)}[{','.join(map(str, self.shape))}]"
+        """JAX's short notation, e.g. ``f32[100,100]``, ``~f32[]`` for weak types, ``f32[b,8]``
+        with a symbolic dimension."""
+        dims = self.dims if self.symbolic else map(str, self.shape)
+        text = f"{_DTYPE_ABBREV.get(self.dtype, self.dtype)}[{','.join(dims)}]"
         if self.weak_type:
             text = "~" + text
         if self.sharding:

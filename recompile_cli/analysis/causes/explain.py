@@ -256,7 +256,8 @@ def diff_signatures(new: Signature, old: Signature, base_context: dict[str, str]
         if old_leaf is None or leaf is old_leaf or (skipped and top_name(path) in skipped):
             continue
         if (leaf.shape == old_leaf.shape and leaf.dtype == old_leaf.dtype
-                and leaf.weak_type == old_leaf.weak_type and leaf.sharding == old_leaf.sharding):
+                and leaf.weak_type == old_leaf.weak_type and leaf.sharding == old_leaf.sharding
+                and leaf.symbolic == old_leaf.symbolic):
             continue  # leaf == old_leaf, without the dataclass's __eq__
         yield _leaf_cause(path, leaf, old_leaf)
 
@@ -305,11 +306,12 @@ def _context_causes(new: dict[str, str], old: dict[str, str], base_context: dict
 
 
 def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
-    shape, dtype = new.shape != old.shape, new.dtype != old.dtype
+    shape = new.shape != old.shape or new.symbolic != old.symbolic
+    dtype = new.dtype != old.dtype
     weak_type, sharding = new.weak_type != old.weak_type, new.sharding != old.sharding
     key = dtype and (new.dtype.startswith("key<") or old.dtype.startswith("key<"))
     if shape and not key:  # a typed PRNG key vs raw uint32 key data: another kind of value
-        code, text = CauseCode.SHAPE, f"new shape {new.shape} (was {old.shape})"
+        code, text = CauseCode.SHAPE, _shape_text(new, old)
     elif dtype:
         code, text = CauseCode.DTYPE, f"new dtype {new.dtype} (was {old.dtype})"
     elif weak_type:
@@ -323,6 +325,21 @@ def _leaf_cause(path: str, new: Leaf, old: Leaf) -> Cause:
                   if differs and name != code.value]
         text += f"; also changed: {', '.join(fields)}"
     return Cause(code, path, old.short, new.short, text)
+
+
+def _shape_text(new: Leaf, old: Leaf) -> str:
+    """``new shape (16, 8) (was (32, 8))``; where a symbolic dimension (``jax.export``) is
+    part of it, by the dimensions' texts and with the dims that changed: ``new shape (16, 8)
+    (was (b, 8)): dim 0 b -> 16``."""
+    if not new.symbolic and not old.symbolic:
+        return f"new shape {new.shape} (was {old.shape})"
+    after, before = new.dims, old.dims
+    text = f"new shape ({', '.join(after)}) (was ({', '.join(before)}))"
+    if len(after) == len(before):
+        dims = [f"dim {i} {a} -> {b}" for i, (a, b) in enumerate(zip(before, after, strict=True))
+                if a != b]
+        text += f": {', '.join(dims)}" if dims else ""
+    return text
 
 
 def _passing(sig: Signature) -> str:

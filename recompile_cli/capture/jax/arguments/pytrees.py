@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import queue
 import re
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -45,13 +47,94 @@ def value_text(value: Any) -> tuple[str, bool]:
     texts do."""
     try:
         name = function_name(value, full_repr)
-        text, function = (name, True) if name is not None else named_functions(repr(value))
+        text, function = (name, True) if name is not None else named_functions(bounded_repr(value))
     except Exception:
         text, function = f"<{type(value).__name__}>", False
     if len(text) <= FULL_LIMIT:
         return text, function
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
     return f"{text[:FULL_LIMIT // 2]}... [{len(text)} chars, sha256 {digest}]", function
+
+
+# Types whose repr is Python's own and holds no other object's: taken at once, in this thread.
+_PLAIN_REPR = frozenset({int, float, bool, complex, str, bytes, type(None)})
+REPR_SECONDS = 1.0  # a user's repr that takes longer is not waited for
+
+
+def bounded_repr(value: Any, seconds: float = REPR_SECONDS) -> str:
+    """``repr(value)``; a repr of the user's (any type but Python's plain scalars) runs on a
+    helper thread and is waited for ``seconds`` at most: one that hangs is left running there,
+    and the value is shown as ``<Type: its repr did not return in 1 s>``. Raises what the
+    repr raised."""
+    if type(value) in _PLAIN_REPR or _plain_container(value, [_PLAIN_ITEMS]):
+        return repr(value)
+    return _REPRS.run(value, seconds)
+
+
+_PLAIN_ITEMS = 256  # a container of more items than this goes to the helper thread
+
+
+def _plain_container(value: Any, budget: list[int]) -> bool:
+    """A tuple, list or frozenset of plain scalars (and of such containers), a few hundred
+    items at most: its repr is Python's own all the way down (a shape, a tuple of axes)."""
+    if type(value) not in (tuple, list, frozenset):
+        return False
+    budget[0] -= len(value)
+    return budget[0] >= 0 and all(type(item) in _PLAIN_REPR or _plain_container(item, budget)
+                                  for item in value)
+
+
+class _ReprThread:
+    """The helper thread of ``bounded_repr``: one at a time, started when first needed (and
+    again after a fork or a repr that did not return: that thread keeps its own queue)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def run(self, value: Any, seconds: float) -> str:
+        thread = self._thread
+        if thread is threading.current_thread():  # a repr that reached the recorder again
+            return repr(value)
+        with self._lock:
+            if thread is None or thread is not self._thread or not thread.is_alive():
+                thread, jobs = self._start()
+            jobs = self._jobs
+        done = threading.Event()
+        box: list[Any] = [None, None]
+        jobs.put((value, box, done))
+        if not done.wait(seconds):
+            with self._lock:
+                if self._thread is thread:  # it is stuck: the next repr gets a new thread
+                    self._thread = None
+            return f"<{type(value).__name__}: its repr did not return in {seconds:g} s>"
+        if box[1] is not None:
+            raise box[1]
+        return str(box[0])
+
+    def _start(self) -> tuple[threading.Thread, queue.SimpleQueue[Any]]:
+        jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        thread = threading.Thread(target=_serve, args=(jobs,), daemon=True,
+                                  name="recompile-cli repr")
+        thread.start()
+        self._thread, self._jobs = thread, jobs
+        return thread, jobs
+
+
+def _serve(jobs: queue.SimpleQueue[Any]) -> None:
+    while True:
+        value, box, done = jobs.get()
+        try:
+            box[0] = repr(value)
+        except BaseException as exc:  # handed to the caller, which raises it
+            box[1] = exc
+        finally:
+            del value
+            done.set()
+
+
+_REPRS = _ReprThread()
 
 
 # -- structures --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import re
 import threading
 import types
@@ -27,6 +28,7 @@ from recompile_cli.capture.jax.arguments.pytrees import full_repr
 from recompile_cli.capture.jax.arguments.scalars import python_scalar_leaves
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
+    SYMBOLIC_DIM,
     Change,
     FlattenCost,
     FunctionKind,
@@ -56,13 +58,52 @@ def leaf(aval: Any) -> Leaf:
 
 
 def _new_leaf(aval: Any) -> Leaf:
-    shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(aval, "shape", ()))
+    shape, symbolic = _shape(getattr(aval, "shape", ()))
     sharding = getattr(aval, "sharding", None)
     spec = None
     if sharding is not None and not getattr(getattr(sharding, "mesh", None), "empty", True):
         spec = str(getattr(sharding, "spec", sharding))
-    return Leaf(shape=tuple(shape), dtype=str(getattr(aval, "dtype", type(aval).__name__)),
-                weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec)
+    dtype = getattr(aval, "dtype", None)
+    return Leaf(shape=shape, dtype=_dtype_text(dtype) if dtype is not None else type(aval).__name__,
+                weak_type=bool(getattr(aval, "weak_type", False)), sharding=spec,
+                symbolic=symbolic)
+
+
+def _dtype_text(dtype: Any) -> str:
+    """A dtype's name as JAX prints it: ``float32``, ``key<fry>``, and ``float0`` for the
+    tangent dtype of integers (a NumPy structured dtype, which prints as its fields)."""
+    if getattr(dtype, "names", None) == ("float0",):
+        return "float0"
+    return str(dtype)
+
+
+DIM_TEXT_LIMIT = 200  # a symbolic dimension's expression is kept up to this many characters
+
+
+def _shape(dims: Any) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """(each size an integer, the (axis, expression) of each dimension that is not one): a
+    symbolic dimension of ``jax.export`` (``b``, ``2*b + 1``) is ``SYMBOLIC_DIM`` in the shape,
+    so that the shape is what the session's schema holds, and its text is kept apart."""
+    sizes: list[int] = []
+    symbolic: list[tuple[int, str]] = []
+    for axis, dim in enumerate(dims):
+        if type(dim) is int:
+            sizes.append(dim)
+            continue
+        try:
+            sizes.append(operator.index(dim))  # a NumPy integer
+            continue
+        except Exception:
+            pass
+        sizes.append(SYMBOLIC_DIM)
+        try:
+            text = " ".join(str(dim).split())
+        except Exception:
+            text = f"<{type(dim).__name__}>"
+        if len(text) > DIM_TEXT_LIMIT:
+            text = text[:DIM_TEXT_LIMIT - 3] + "..."
+        symbolic.append((axis, text))
+    return tuple(sizes), tuple(symbolic)
 
 
 def _auto_axes(sharding: Any) -> bool:
@@ -181,8 +222,8 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
         error=error, jaxpr_id=None if jaxpr is None else id(jaxpr), behind=behind,
         static_classes=static_classes, python_scalars=python_scalar_leaves(
             names, avals, args, kwargs, static_nums, static_names),
-        replay=_replay(fun, ji, args, kwargs, params, static_nums, static_names)
-        if depth == 0 and error is None else None,
+        replay=_symbolic(_replay(fun, ji, args, kwargs, params, static_nums, static_names),
+                         leaves) if depth == 0 and error is None else None,
         host_code=functools.partial(callbacks.host_code, jaxpr))
 
 
@@ -199,6 +240,23 @@ def _replay(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         return replay.replay(fun, ji, args, kwargs, params, static_nums, static_names)
     except Exception as exc:
         return Replay(None, problem=f"reading the call raised {type(exc).__name__}")
+
+
+_TOP = re.compile(r"[^\[.]+")
+
+
+def _symbolic(found: Replay, leaves: dict[str, Leaf]) -> Replay:
+    """``found`` with each argument that holds a leaf of symbolic shape (``jax.export``)
+    marked as one a plan cannot make: it has no size to compile for ahead of time."""
+    tops = {match.group() for path, item in leaves.items()
+            if item.symbolic and (match := _TOP.match(path))}
+    if not tops:
+        return found
+    problem = "it has a symbolic dimension (jax.export), no size to compile for"
+    arguments = tuple(msgspec.structs.replace(argument, tree=(), problem=problem)
+                      if argument.name in tops and argument.problem is None else argument
+                      for argument in found.arguments)
+    return msgspec.structs.replace(found, arguments=arguments)
 
 
 def _own_placements(leaves: dict[str, Leaf], args: tuple[Any, ...], kwargs: dict[str, Any],
