@@ -26,7 +26,8 @@ _CAUSES = 4  # causes named in one message
 _CHANGES = 3  # changes named per cause
 _SUGGESTIONS = 2
 # An array's text: ``f32[32,8]``, ``~f32[]`` (weakly typed), with what follows (a sharding).
-_ARRAY = re.compile(r"(?P<dtype>~?\w+)\[(?P<dims>[0-9, ]*)\](?P<rest>.*)", re.DOTALL)
+# an array's text; its dims are sizes or a symbolic dimension's expression (jax.export: b, 2*b)
+_ARRAY = re.compile(r"(?P<dtype>~?\w+)\[(?P<dims>[\w*+\-/ ,()]*)\](?P<rest>.*)", re.DOTALL)
 
 
 def describe(report: Report, events: Sequence[Event], codes: Iterable[CauseCode] | None = None

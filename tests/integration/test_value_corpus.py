@@ -56,6 +56,11 @@ def test_symbolic_dimensions_are_recorded_by_their_expression(cli, program, tmp_
     assert cause["detail"].endswith("dim 0 b -> 16"), cause["detail"]
     problem = exported["replay"]["arguments"][0]["problem"]
     assert "symbolic dimension" in problem  # a plan has no size to compile it for
+    text = " ".join(s["message"] for s in report["suggestions"]) + " ".join(
+        v["message"] for v in report.get("violations", []))
+    assert "-1" not in text  # a symbolic dimension is never a size to pad to
+    gated = cli("run", "--fail-on", "shape", program("symbolic", SYMBOLIC))
+    assert gated.exit_code == 1 and "f32[b,8] -> f32[16,8]" in gated.output
 
 
 LEAVES = """

@@ -348,7 +348,9 @@ def _varying(shapes: dict[tuple[int, ...], None]) -> dict[int, list[int]]:
     if len(set(map(len, shapes))) != 1:
         return {}
     columns = (dict.fromkeys(sizes) for sizes in zip(*shapes, strict=True))  # in order seen
-    return {dim: list(values) for dim, values in enumerate(columns) if len(values) > 1}
+    # a symbolic dimension (SYMBOLIC_DIM, jax.export) has no size to pad to: never padded
+    return {dim: list(values) for dim, values in enumerate(columns)
+            if len(values) > 1 and min(values) >= 0}
 
 
 def next_power_of_two(n: int) -> int:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from recompile_cli.capture.code import stack
+from recompile_cli.capture.jax.arguments import pytrees
 from recompile_cli.session.model import Owner
 from recompile_cli.session.warmup import (
     Argument,
@@ -217,7 +218,7 @@ def _is_dtype(obj: Any) -> bool:
 
 def _short(obj: Any, limit: int = 60) -> str:
     try:
-        text = repr(obj)
+        text = pytrees.bounded_repr(obj)  # a user's repr may hang: bounded in time
     except Exception:
         text = f"<{type(obj).__name__}>"
     text = " ".join(text.split())
