@@ -24,9 +24,10 @@ from recompile_cli.cli import finish
 from recompile_cli.exits import ExitCode
 from recompile_cli.gate.budgets import BudgetFile, TargetBudget
 from recompile_cli.gate.evaluate import Gated, Gates
+from recompile_cli.gate.limits import Budget
 from recompile_cli.inputs.spec import Spec, load_spec, single_call
 from recompile_cli.process.job import Job
-from recompile_cli.session.model import FunctionKey, HookMode
+from recompile_cli.session.model import FunctionKey, HookMode, Owner
 
 
 def run_checks(budgets: BudgetFile, gates: Gates | None = None,
@@ -84,14 +85,22 @@ def _job(target: TargetBudget, spec: Spec | None, hook_mode: HookMode, plan: Pat
 
 def _steady_state_keys(report: Report, target: TargetBudget) -> frozenset[str] | None:
     """Whose calls count for the steady state: the profiled function (its calls are the only
-    ones counted), or for a script the counted functions its budgets name (None: any)."""
+    ones counted), or for a script the counted functions its budgets name (None: any). A
+    budget that limits only the compiles at lines (``max_eager_compiles``) names no function,
+    and a glob names your functions only (``*`` is not every library's internals; a library's
+    function is named by its exact name)."""
     if target.steady_state_after is None:
         return None
     keys = {e.call_of for e in report.session.events if e.call_of}
     if target.target is not None:
         return frozenset(report.session.calls) or None
-    matched = {k for k in keys for b in target.budgets
-               if fnmatch.fnmatchcase(FunctionKey.parse(k).name, b.pattern)}
+    owners = {f.key: f.owner for f in report.functions}
+    naming = [b for b in target.budgets
+              if dataclasses.replace(b, max_eager_compiles=None) != Budget(b.pattern)]
+    matched = {k for k in keys for b in naming
+               if fnmatch.fnmatchcase(FunctionKey.parse(k).name, b.pattern)
+               and (owners.get(k, Owner.USER) == Owner.USER
+                    or FunctionKey.parse(k).name == b.pattern)}
     return frozenset(matched) or None
 
 

@@ -4,6 +4,7 @@ files, and the repository's own dogfood budget."""
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
@@ -203,3 +204,39 @@ def test_dogfood_budget_of_this_repository_holds(cli, monkeypatch):
     monkeypatch.chdir(SAMPLES.parent)
     result = cli("check")
     assert result.exit_code == 0, result.output
+
+
+@requires_private_hooks
+def test_an_eager_only_star_budget_puts_no_library_function_under_the_steady_state(
+        cli, project, monkeypatch):
+    """Issue 43: a ``"*"`` budget meant for eager compiles alone put every counted function
+    (a library's internals included) under the steady-state gate."""
+    lib = project / "site-packages" / "fakelib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("import jax\n@jax.jit\ndef helper(x):\n    return x * 2\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib.parent))
+    monkeypatch.syspath_prepend(str(lib.parent))
+    monkeypatch.delitem(sys.modules, "fakelib", raising=False)  # another test's fakelib
+    (project / "loop.py").write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp, fakelib
+
+        @jax.jit
+        def train_step(x):
+            return x + 1
+
+        for _ in range(4):
+            train_step(jnp.ones(3))
+        for n in range(3):  # the library compiles for each new size: not a step of yours
+            fakelib.helper(jnp.ones(n + 2))
+    """))
+    path = budget(project, """
+        targets:
+          - script: loop.py
+            steady_state_after: 2
+            budgets:
+              "*": {max_eager_compiles: 100}
+              train_step: {max_compiles: 1}
+    """)
+    result = cli("check", path)
+    assert result.exit_code == 0, result.output
+    assert "helper compiled" not in result.stdout
