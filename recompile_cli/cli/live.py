@@ -1,7 +1,10 @@
 """The live status line of a long run: one line at the bottom of the terminal while ``run``,
 ``profile``, ``check`` or ``forecast`` goes on, erased when the run ends::
 
-    recompile-cli | 12.3 s | 14 compiles | 2 re-compiles | last: train_step (shape at batch['x'])
+    recompile-cli | 12.3 s | yours: 4 compiles, 2 re-compiles | not yours: 10 | last: step (shape at x)
+
+On a narrow terminal the parts that say least go first (the name, the compiles not yours, then
+the words of the counts), so that the last re-compile's function and cause stay whole.
 
 The supervisor (``process.supervisor``) feeds it the records the measured process streams
 (``observe``) and calls ``tick`` between them; it redraws at most ``REFRESH`` times a second. It
@@ -47,7 +50,8 @@ class LiveLine:
         self._compiled: set[int] = set()  # ids of events seen compiled
         self._seen: set[str] = set()  # the user functions compiled before
         self._indexes: dict[str, SignatureIndex] = {}  # user function -> its signatures
-        self.compiles = 0
+        self.compiles = 0  # every compile: yours and not yours (eager operations, libraries)
+        self.user_compiles = 0
         self.recompiles = 0
         self.last: str | None = None  # the last re-compile: function (cause at argument)
 
@@ -64,6 +68,8 @@ class LiveLine:
 
     def _compiled_event(self, event: Event) -> None:
         self.compiles += 1
+        if event.owner == Owner.USER:
+            self.user_compiles += 1
         if event.depth or event.owner != Owner.USER:
             return
         key = function_key(event.function, event.defined_at)
@@ -83,13 +89,22 @@ class LiveLine:
 
     # -- the terminal ----------------------------------------------------------------------------
     def text(self, width: int) -> str:
-        """The line, at most ``width`` characters."""
-        parts = [f"recompile-cli | {self._clock() - self._started:.1f} s",
-                 counted(self.compiles, "compile"), counted(self.recompiles, "re-compile")]
-        if self.last is not None:
-            parts.append(f"last: {self.last}")
-        line = terminal(" | ".join(parts))
-        return line if len(line) <= width else line[:max(width - 3, 0)] + "..."
+        """The line, at most ``width`` characters: the first of its forms, from the fullest
+        to the shortest, that fits; else the shortest, cut."""
+        elapsed = f"{self._clock() - self._started:.1f} s"
+        yours = (f"yours: {counted(self.user_compiles, 'compile')}, "
+                 f"{counted(self.recompiles, 're-compile')}")
+        others = f"not yours: {self.compiles - self.user_compiles}"
+        last = f"last: {terminal(self.last)}" if self.last is not None else None
+        short = f"{self.user_compiles} yours, {self.recompiles} again"
+        forms = [["recompile-cli", elapsed, yours, others, last], [elapsed, yours, others, last],
+                 [elapsed, yours, last], [elapsed, short, last], [short, last], [last]]
+        lines = [" | ".join(part for part in form if part) for form in forms]
+        fits = next((line for line in lines if line and len(line) <= width), None)
+        if fits is not None:
+            return fits
+        line = next(line for line in reversed(lines) if line)
+        return line[:max(width - 3, 0)] + "..."
 
     def tick(self, force: bool = False) -> None:
         """Redraw, unless the last redraw was less than 1/``REFRESH`` s ago."""
