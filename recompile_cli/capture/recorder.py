@@ -457,6 +457,13 @@ class Recorder:
             return
         seconds, start = pending
         current: Draft | None = getattr(local, "current", None)
+        if (current is not None and not current.lowered and current.jaxpr_id != info.jaxpr_id
+                and info.changes is None and current.event.traced
+                and current.event.function == info.name):
+            # A jaxpr derived from the trace just made (checkify, grad, vmap of the jitted
+            # function re-traced it for new inputs, then lowered what it derived): one event,
+            # the trace's, with its cause, not a trace that compiled nothing and a compile.
+            current.jaxpr_id = info.jaxpr_id
         if current is None or current.lowered or current.jaxpr_id != info.jaxpr_id:
             # Paired by the jaxpr: a trace made earlier (jax.eval_shape, .trace()) lends its
             # signature to the compile that uses it; anything else is a jaxpr of its own.

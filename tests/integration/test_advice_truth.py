@@ -118,7 +118,7 @@ def test_a_train_step_run_in_eval_mode_states_the_fact_and_both_readings():
 
     s = only(run, "train_step")
     assert "as expected. It cannot" not in s.message
-    assert ("train_step ran in training mode (`deterministic=False`) and in evaluation mode "
-            "(`deterministic=True`), and each mode compiles once. If train_step should train, "
-            "call `model.train()` before it; if it should evaluate, call `model.eval()` before "
-            "it; if both modes are intended, each compiles once") in s.message
+    assert ("train_step ran in training (`deterministic=False`) and evaluation mode "
+            "(`True`), each compiled once. To train, call `model.train()` before it; to "
+            "evaluate, call `model.eval()`; if both modes are intended, this is expected"
+            ) in s.message

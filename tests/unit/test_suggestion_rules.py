@@ -542,13 +542,10 @@ def test_a_library_mode_switch_is_expected_never_traced():
     s = only(model("False\tattr mode"), model("True\tattr mode"))
     assert (s.code, s.predicted_compiles) == ("tree_structure", None)
     assert s.message == (
-        "`model.bn.use_running_average` is the mode switch of `BatchNorm` (a Python bool the "
-        "library branches on) and took the values False, True between calls of f: f ran in "
-        "training mode (`use_running_average=False`) and in evaluation mode "
-        "(`use_running_average=True`), and each mode compiles once. If f should train, call "
-        "`model.train()` before it; if it should evaluate, call `model.eval()` before it; if "
-        "both modes are intended, each compiles once, as expected (switch rarely, e.g. "
-        "evaluate once per epoch). It cannot be traced.")
+        "`model.bn.use_running_average` is the mode switch of `BatchNorm` (a bool it branches "
+        "on): f ran in training (`use_running_average=False`) and evaluation mode (`True`), "
+        "each compiled once. To train, call `model.train()` before it; to evaluate, call "
+        "`model.eval()`; if both modes are intended, this is expected.")
     assert "pass it as a traced array" not in s.message
 
 
@@ -746,7 +743,6 @@ def test_a_structure_change_that_came_with_a_new_static_function_says_so():
 def test_a_mode_flag_states_both_readings():
     s = only(*FIRES["mode_flag"])
     assert s.message.endswith(
-        "part of the cache key. f ran with each value, and each value compiles once. If f "
-        "should run in one mode, set `use_running_average` the same before every call; if both "
-        "modes are intended, each compiles once, as expected (switch rarely, e.g. evaluate once "
-        "per epoch).")
+        "part of the cache key. f ran with False, True, each compiled once. To run in one "
+        "mode, set `use_running_average` the same before every call; if both modes are "
+        "intended, this is expected.")

@@ -279,9 +279,8 @@ def library_mode(g: Group) -> Advice:
     holder = [split_note(line)[0] for line in g.lines(path.rpartition(".")[0])]
     of = f" of `{holder[0]}`" if holder else ""
     return Advice(
-        f"`{path}` is the mode switch{of} (a Python bool the library branches on) and took "
-        f"the values {listed(g.values(), 3)} between calls of {g.name}: {_readings(g)} It "
-        "cannot be traced." + _mode_also(g))
+        f"`{path}` is the mode switch{of} (a bool it branches on): {_readings(g)}"
+        + _mode_also(g))
 
 
 def mode_flag(g: Group) -> Advice:
@@ -326,18 +325,16 @@ def _readings(g: Group) -> str:
     else:
         calls = {}
     true_means = _TRUE_MEANS.get(name)
-    both = "if both modes are intended, each compiles once, as expected (switch rarely, e.g. "
+    both = "if both modes are intended, this is expected"
     if true_means is None or not calls:
         how = f" ({calls['train']} or {calls['eval']})" if calls else ""
-        return (f"{g.name} ran with each value, and each value compiles once. If {g.name} "
-                f"should run in one mode, set `{name}` the same before every call{how}; "
-                f"{both}evaluate once per epoch).")
+        return (f"{g.name} ran with {listed(g.values(), 3)}, each compiled once. To run in "
+                f"one mode, set `{name}` the same before every call{how}; {both}.")
     train = "False" if true_means == "eval" else "True"
     evaluate = "True" if train == "False" else "False"
-    return (f"{g.name} ran in training mode (`{name}={train}`) and in evaluation mode "
-            f"(`{name}={evaluate}`), and each mode compiles once. If {g.name} should train, "
-            f"{calls['train']} before it; if it should evaluate, {calls['eval']} before it; "
-            f"{both}evaluate once per epoch).")
+    return (f"{g.name} ran in training (`{name}={train}`) and evaluation mode "
+            f"(`{evaluate}`), each compiled once. To train, {calls['train']} before it; to "
+            f"evaluate, {calls['eval']}; {both}.")
 
 
 def field_value(g: Group) -> Advice:
