@@ -35,7 +35,10 @@ ONE_TIME_SHARE = 0.25  # ... this share of all compile seconds
 ONE_TIME_SECONDS = 0.5  # ... and this many seconds
 INITIALISERS_SHARE = 0.2  # random draws among a line's operations that make it a model's init
 _RANDOM = frozenset({"_uniform", "_normal", "_truncated_normal", "_bernoulli", "_randint",
-                     "_orthogonal", "_gamma", "_beta", "_categorical", "_choice", "_permutation"})
+                     "_orthogonal", "_gamma", "_beta", "_categorical", "_choice", "_permutation",
+                     # the key work a model's initialisers do (Flax NNX's Rngs folds a key in
+                     # per parameter)
+                     "_threefry_fold_in", "_threefry_split", "_random_bits", "threefry_2x32"})
 
 
 def _storms(line: EagerLine, code: CauseCode) -> tuple[LineOp, ...]:
