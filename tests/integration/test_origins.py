@@ -231,3 +231,25 @@ def test_a_new_function_object_is_blamed_on_the_line_that_made_it(record):
     for call, (line, detail) in made.items():
         if line is not None:
             assert f"prog.py:{line}" in detail, (call, detail)
+
+
+def test_a_librarys_closure_is_named_by_the_factory_the_user_called():
+    """Issue 43: ``jax.checkpoint_policies.save_from_both_policies(...)`` showed as ``policy
+    (ad_checkpoint.py:174)``, a name the user never wrote; the user's own closures keep their
+    name and place."""
+    import jax
+
+    from recompile_cli.capture.code.function_names import function_name
+
+    policies = jax.checkpoint_policies
+    made = policies.save_from_both_policies(policies.nothing_saveable,
+                                            policies.everything_saveable)
+    assert function_name(made) == "save_from_both_policies(...)"
+
+    def factory():
+        def inner(x):
+            return x
+        return inner
+
+    assert function_name(factory()) == (
+        f"inner (test_origins.py:{factory.__code__.co_firstlineno + 1})")

@@ -124,3 +124,4 @@ def test_packages_and_shown_names():
     assert shown_name("step", Owner.USER, "user") == "step"
     assert shown_name("sin", Owner.JAX, "jax") == "sin"
     assert shown_name("<lambda>", Owner.LIBRARY, "flax") == "<lambda> (flax)"
+

@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from recompile_cli.capture.code.stack import python_function
+from recompile_cli.capture.code.stack import is_user_file, python_function
 
 _MAX_NAMES = 4096  # public names remembered
 # Python's repr of a function (``<function f at 0x7f..>``) and of a jitted one
@@ -61,6 +61,12 @@ def function_name(value: Any, text: Callable[[Any], str] = repr) -> str | None:
     qualname = str(getattr(value, "__qualname__", None) or getattr(value, "__name__", "?"))
     if "<" in qualname:  # a lambda, or defined inside a function: where it is defined
         code = getattr(python_function(value), "__code__", None)
+        factory = qualname.rpartition(".<locals>.")[0].rpartition(".")[2]
+        if (code is not None and factory and not factory.startswith("<")
+                and not is_user_file(code.co_filename)):
+            # a closure a library's factory made (jax.checkpoint_policies.save_from_both_
+            # policies(...)): named by the call the user wrote, not by the library's inner name
+            return f"{factory}(...)"
         where = (f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
                  if code is not None else "")
         return qualname.rpartition("<locals>.")[2] + where
