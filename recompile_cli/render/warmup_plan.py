@@ -28,7 +28,8 @@ from recompile_cli.analysis.warmup.plan import (
     unplayable_by_reason,
 )
 from recompile_cli.analysis.warmup.plan import check_placement as _check_placement
-from recompile_cli.render.escape import python_comment, terminal
+from recompile_cli.analysis.warmup.project import checked_files, imported_modules
+from recompile_cli.render.escape import controls, python_comment, terminal
 from recompile_cli.session.codec import indented
 from recompile_cli.session.locations import relative
 from recompile_cli.session.model import Leaf
@@ -53,12 +54,15 @@ class _Note(ast.stmt):
 def render_plan(plan: Plan, source: str, folder: str | None = None,
                 name: str = "warmup_plan.py") -> str:
     """The plan's source; ``source`` names the session it was made from, ``folder`` is where
-    the plan is written as ``name`` (the files it may load are written relative to it)."""
-    files = {dotted(module): _relative(path, folder)  # the first planned that names one
-             for planned in reversed(plan.planned) for module, path in planned.files.items()}
+    the plan is written as ``name`` (the files it may load are written relative to it).
+    ``OutsideRoot`` (``analysis.warmup.project``) when the session names a file outside the
+    recorded project root; the docstring names the root, every module the plan imports and
+    every file it may load."""
+    root, checked = checked_files(plan)  # OutsideRoot: no plan is written
+    files = {dotted(module): _relative(path, folder) for module, path in checked.items()}
     blocks = list(_blocks(plan))
     sections: list[list[ast.stmt]] = [
-        [ast.Expr(_docstring(plan, source, name))],
+        [ast.Expr(_docstring(plan, source, name, root, checked))],
         [_Note("The files of the modules below that may have to be loaded by path."),
          _assign("_FILES", _constant(dict(sorted(files.items()))))],
         *([note, block] for note, block in blocks),
@@ -160,19 +164,28 @@ def _relative(path: str, folder: str | None) -> str:
         return path
 
 
-def _docstring(plan: Plan, source: str, name: str) -> ast.Constant:
+def _docstring(plan: Plan, source: str, name: str, root: str, files: dict[str, str]
+               ) -> ast.Constant:
+    modules = imported_modules(plan)
     return ast.Constant(
         "Warm-up plan written by recompile-cli: compile every signature ahead of time.\n\n"
         "warm_up(parallel=None) calls jitted.lower(...).compile() for each signature below; a\n"
         "later call with the same signature then traces, lowers and compiles nothing.\n"
         "warm_up(parallel=N) compiles N signatures at a time in threads. Edit freely: each\n"
         "function is one block, each signature one yield.\n\n"
-        f"    python {name} [N]  # warm up (in N threads)\n"
-        f"    recompile-cli run --after-warmup {name} SCRIPT  # prove it covers it\n\n"
-        f"Made from {source}; run: {relative(plan.target) or plan.target} (jax "
-        f"{plan.jax_version}, {plan.backend}).\n{counted(len(plan.planned), 'signature')} of "
+        f"    python {controls(name)} [N]  # warm up (in N threads)\n"
+        f"    recompile-cli run --after-warmup {controls(name)} SCRIPT  # prove it covers it\n\n"
+        f"Made from {controls(source)}; run: {controls(relative(plan.target) or plan.target)}"
+        f" (jax {controls(plan.jax_version)}, {controls(plan.backend)}).\n"
+        f"{counted(len(plan.planned), 'signature')} of "
         f"{counted(len(plan.functions()), 'function')}; {len(plan.unplayable)} not replayable "
-        "(listed at the end).\n")
+        "(listed at the end).\n\n"
+        + ("What it runs (read this before you run a plan you did not make): it imports the\n"
+           "modules below, by name or, where a file is given, from that file (_FILES), and no\n"
+           f"other of yours. Every file is inside the project root, {controls(root)}.\n"
+           + "".join(f"    {module}" + (f"  {controls(files[module])}" if module in files
+                                          else "") + "\n" for module in modules)
+           if modules else "What it runs: no module of yours (no signature is planned).\n"))
 
 
 def _blocks(plan: Plan) -> Iterator[tuple[_Note, ast.FunctionDef]]:

@@ -4,6 +4,7 @@ named with its cause, what cannot be replayed is listed with why."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -268,7 +269,7 @@ def test_the_guard_runs_the_plan_and_raises_on_a_signature_it_lacks(tmp_path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     import guarded_loop
 
-    with recompile_cli.record() as rec:
+    with recompile_cli.record(f"{module}:main") as rec:  # its project: tmp_path
         guarded_loop.main([32, 16])
     from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.render.warmup_plan import render_plan
@@ -448,3 +449,46 @@ def test_a_public_only_session_has_nothing_to_plan(cli, tmp_path):
     result = cli("warmup", session, "-o", tmp_path / "plan.py")
     assert result.exit_code == 2 and "public-only mode" in result.output
     assert not (tmp_path / "plan.py").exists()
+
+
+def test_a_session_naming_a_file_outside_the_project_gets_no_plan(cli, tmp_path):
+    """Stored files are data: a session edited so that its replays name a file outside the
+    recorded project root (``..``, an absolute path, a link that resolves outside) is refused
+    when the plan is written (exit 2, naming the file, no plan); a plan that is written names
+    every module it imports and every file it may run in its docstring."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    script = write(project, "loop.py", LOOP)
+    plan = recorded_plan(cli, tmp_path, script)
+    docstring = ast.get_docstring(ast.parse(plan.read_text())) or ""
+    written = ast.literal_eval(next(line for line in plan.read_text().splitlines()
+                                    if line.startswith("_FILES = ")).partition(" = ")[2])
+    assert written == {"__main__": os.path.relpath(script, tmp_path)}
+    assert f"project root, {project}." in docstring
+    assert f"    __main__  {script}\n" in docstring + "\n"  # every file the plan may run
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text("open('PWNED', 'w').close()\n")
+    (project / "link.py").symlink_to(outside / "evil.py")
+    session = json.loads((tmp_path / "loop.json").read_text())
+    for module, evil, why in [
+            ("evil_helper", "../../outside/evil.py", "not an absolute path"),
+            ("evil_helper", f"{project}/../outside/evil.py", "'..'"),
+            ("evil_helper", str(outside / "evil.py"), f"outside the project root '{project}'"),
+            ("evil_helper", str(project / "link.py"), "once its links are resolved"),
+            ("__main__", str(outside / "evil.py"), "but the script it records running is")]:
+        edited = json.loads(json.dumps(session))
+        for event in edited["events"]:
+            if event.get("replay"):
+                event["replay"].setdefault("files", {})[module] = evil
+        hostile = tmp_path / "hostile.json"
+        hostile.write_text(json.dumps(edited))
+        target = tmp_path / "hostile_plan.py"
+        result = cli("warmup", hostile, "-o", target)
+        assert result.exit_code == 2, (evil, result.output)
+        assert repr(evil) in result.output and why in result.output, result.output
+        assert "Refusing to write a plan" in result.output
+        assert not target.exists()
+    assert not (tmp_path / "PWNED").exists() and not (project / "PWNED").exists()

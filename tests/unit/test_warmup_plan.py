@@ -19,6 +19,7 @@ from msgspec.structs import replace
 
 from recompile_cli.analysis.warmup import plan as planning
 from recompile_cli.analysis.warmup.plan import Unwritable, plan
+from recompile_cli.analysis.warmup.project import OutsideRoot
 from recompile_cli.render import warmup_plan
 from recompile_cli.render.warmup_plan import render_plan, summary_json, summary_text
 from recompile_cli.session.warmup import (
@@ -236,10 +237,94 @@ def test_no_session_makes_a_plan_run_code_it_did_not_name(function, ref, name, k
                     replay=Replay("model:step", (Argument("x", tree=(LEAF,)),)))
     found = plan(session([hostile, step_event(good_replay(), seq=1), named]))
     assert found.planned  # at least the two good ones
-    text = round_trips(render_plan(found, function, file, name=path), whole=False)
+    try:
+        text = round_trips(render_plan(found, function, file, name=path), whole=False)
+    except OutsideRoot as exc:  # a file the plan would load that is not inside the project
+        assert {module: file} == found.planned[0].files and repr(file)[:40] in str(exc)
+        return
     compile(text, "plan.py", "exec")  # parses: nothing breaks out of a string or comment
     assert_inert(text)
     assert len(found.planned) + sum(u.compiles for u in found.unplayable) == 3
+
+
+def plan_of(target: str, *files: dict[str, str], replay: Replay | None = None) -> planning.Plan:
+    """The plan of a session of ``target`` whose replays name ``files`` (one event each)."""
+    events = [step_event(with_(replay or good_replay(), files=named), seq=i, n=8 + i)
+              for i, named in enumerate(files)]
+    return plan(session(events, target=target))
+
+
+def test_a_plan_loads_only_files_inside_the_project_root(tmp_path, monkeypatch):
+    """Stored files are data: the files a plan may load are inside the recorded program's
+    repository or project (from its script's folder, the nearest folder upwards with .git,
+    else with pyproject.toml, setup.py or setup.cfg), and each is named in the docstring; a
+    session naming any other file is refused."""
+    project = tmp_path / "project"
+    (project / "scripts").mkdir(parents=True)
+    (project / "lib").mkdir()
+    (project / "pyproject.toml").write_text("")
+    script, module = project / "scripts" / "train.py", project / "lib" / "model.py"
+    outside = tmp_path / "outside" / "evil.py"
+    outside.parent.mkdir()
+    (project / "lib" / "link.py").symlink_to(outside)
+    good = {"__main__": str(script), "model": str(module)}
+    found = plan_of("scripts/train.py --epochs 1", good)
+    docstring = ast.get_docstring(ast.parse(render_plan(found, "run.json", str(tmp_path))))
+    assert f"inside the project root, {project}." in (docstring or "")
+    assert f"    __main__  {script}\n    model  {module}" in (docstring or "")
+    for files, why in [
+            ({"model": "../../outside/evil.py"}, "'../../outside/evil.py' for module 'model', "
+                                                  "which is not an absolute path"),
+            ({"model": f"{project}/lib/../../outside/evil.py"}, "a path with '..' in it"),
+            ({"model": str(outside)}, f"outside the project root {str(project)!r}"),
+            ({"model": str(project / "lib" / "link.py")}, "once its links are resolved"),
+            ({"model": "/tmp/a\x00b.py"}, "which is not a file's path"),
+            ({"__main__": str(outside)}, "but the script it records running is "
+                                          "'scripts/train.py'")]:
+        with pytest.raises(OutsideRoot, match="Refusing to write a plan") as refused:
+            render_plan(plan_of("scripts/train.py --epochs 1", good | files), "run.json")
+        assert why in str(refused.value)
+    # two events that give __main__ two files: one run, one script
+    with pytest.raises(OutsideRoot, match="gives __main__ 2 files"):
+        render_plan(plan_of("scripts/train.py", good, {"__main__": str(outside)}), "run.json")
+    # a file target (profile, forecast, the API's file:line) is the program's file
+    assert render_plan(plan_of(f"{script}:main", {"model": str(module)}), "run.json")
+    with pytest.raises(OutsideRoot, match="outside the project root"):
+        render_plan(plan_of(f"{script}:main", {"model": str(outside)}), "run.json")
+    # a repository (.git) holds its projects: a library beside the script's project is in it
+    mono = tmp_path / "mono"
+    (mono / "app").mkdir(parents=True)
+    (mono / ".git").mkdir()
+    (mono / "app" / "pyproject.toml").write_text("")
+    assert render_plan(plan_of("app/train.py", {"__main__": str(mono / "app" / "train.py"),
+                                                "common": str(mono / "libs" / "common.py")}),
+                       "run.json")
+    # no file named: the project of the current folder
+    monkeypatch.chdir(project / "lib")
+    assert render_plan(plan_of("pkg.mod:main", {"model": str(module)}), "run.json")
+    monkeypatch.chdir(outside.parent)
+    with pytest.raises(OutsideRoot, match="outside the project root"):
+        render_plan(plan_of("pkg.mod:main", {"model": str(module)}), "run.json")
+
+
+def test_the_docstring_names_every_module_the_plan_imports():
+    replay = good_replay(arguments=(
+        Argument("batch", tree=(Node(NodeKind.CUSTOM, 2, type="nodes:Pair"), LEAF, LEAF)),
+        Argument("lr", tree=(LEAF,)),
+        Argument("mode", keyword=True, static=Value(ValueKind.TUPLE, items=(
+            Value(ValueKind.REF, "modes:TRAIN"),
+            Value(ValueKind.DATACLASS, "configs.base:Config", (), ()))))))
+    found = plan(session([step_event(replay)]))
+    text = render_plan(found, "run.json")
+    docstring = ast.get_docstring(ast.parse(text)) or ""
+    listed = docstring.partition("project root, ")[2].splitlines()[1:]
+    assert [line.strip() for line in listed] == ["configs.base", "model", "modes", "nodes"]
+    called = {node.args[0].value for node in ast.walk(ast.parse(text))
+              if isinstance(node, ast.Call) and ast.unparse(node.func) in ("_jitted", "_ref")
+              and isinstance(node.args[0], ast.Constant)}
+    assert called == {"configs.base", "model", "modes", "nodes"}
+    assert "no module of yours" in (ast.get_docstring(ast.parse(render_plan(
+        plan(session([])), "run.json"))) or "")
 
 
 # The writer: what turns the tree into text. Terminal summaries: text for people, not code.
