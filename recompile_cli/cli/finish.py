@@ -144,8 +144,9 @@ _analysed = _Analysed()
 report_of = _analysed.report
 
 
-def finish(outcome: Outcome, request: Request) -> None:
-    """Analyse, print and write the report, evaluate the gates, and exit with the code."""
+def finish(outcome: Outcome, request: Request, problems: Problems | None = None) -> None:
+    """Analyse, print and write the report, evaluate the gates, and exit with the code
+    (``problems``: files the command could not write before, which make it 2)."""
     # the evaluator and the analysis behind it only after a run (keeps --help light)
     from recompile_cli.gate import baseline as baselines
     from recompile_cli.gate.evaluate import Gated, evaluate
@@ -154,7 +155,7 @@ def finish(outcome: Outcome, request: Request) -> None:
     request = replace(request, files=output.files_for_process(request.files, env),
                       junit=output.for_process(request.junit, env),
                       save_baseline=output.for_process(request.save_baseline, env))
-    problems = Problems()
+    problems = problems or Problems()
     with exits.deferred_signals() as received:
         output.write_session(outcome.session, request.files.save, problems)
         report = report_of(outcome.session)

@@ -28,6 +28,7 @@ from recompile_cli.cli.option_groups import (
 )
 from recompile_cli.cli.options_cli import spec_of
 from recompile_cli.cli.output import Problems, user_errors
+from recompile_cli.errors import RecompileError
 
 if TYPE_CHECKING:
     from recompile_cli.session.model import Session
@@ -85,19 +86,27 @@ def forecast(
         outcome = finish.supervised(job, quiet=running.quiet,
                                     timeout=options_cli.run_timeout(running.timeout),
                                     stdout_to_stderr=request.stdout_is_taken)
+    problems = Problems()
     if plan_to is not None:
-        _emit_plan(outcome.session, plan_to, target)
-    finish.finish(outcome, request)
+        _emit_plan(outcome.session, plan_to, target, problems)
+    finish.finish(outcome, request, problems)
 
 
-def _emit_plan(session: Session, to: Path, target: str) -> None:
-    """Write the forecast's warm-up plan and say so on stderr (stdout is the report's)."""
+def _emit_plan(session: Session, to: Path, target: str, problems: Problems) -> None:
+    """Write the forecast's warm-up plan and say so on stderr (stdout is the report's); a plan
+    that cannot be written (a file outside the project) is a problem of ``problems`` (exit 2
+    once the report is out), never a traceback."""
     # the plan's analysis and writer only with --emit-warmup
     from recompile_cli.analysis.warmup.plan import plan
     from recompile_cli.render.warmup_plan import render_plan, summary_text
 
     found = plan(session)
-    text = render_plan(found, f"forecast {target}", folder=str(to.parent), name=to.name)
-    if output.write_file(to, text, "warm-up plan", Problems()):
+    try:
+        text = render_plan(found, f"forecast {target}", folder=str(to.parent), name=to.name)
+    except RecompileError as exc:
+        problems.messages.append(str(exc))
+        output.message(f"error: {exc}")
+        return
+    if output.write_file(to, text, "warm-up plan", problems):
         output.message(summary_text(found, output.shown_path(to), f"forecast {target}")
                        .rstrip("\n"))

@@ -1,7 +1,7 @@
 """The live status line of a long run: one line at the bottom of the terminal while ``run``,
 ``profile``, ``check`` or ``forecast`` goes on, erased when the run ends::
 
-    recompile-cli | 12.3 s | yours: 4 compiles, 2 re-compiles | not yours: 10 | last: step (shape at x)
+    recompile-cli | 12.3 s | yours: 4 compiles, 2 re-compiles | not yours: 10 | last: f (shape)
 
 On a narrow terminal the parts that say least go first (the name, the compiles not yours, then
 the words of the counts), so that the last re-compile's function and cause stay whole.

@@ -332,6 +332,29 @@ def test_a_forecast_emits_a_plan_before_any_run(cli, tmp_path):
     assert [e["call_index"] for e in user_compiles(report, "train_step")] == [None, None]
 
 
+
+def test_a_forecast_plan_that_would_run_a_file_outside_the_project_is_exit_2_after_the_report(
+        cli, tmp_path, monkeypatch):
+    """The forecast's report is out and its plan refused (exit 2, no traceback) when the target
+    lives in a module outside the project its program is in."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "outside_step.py").write_text(
+        "import jax\n@jax.jit\ndef step(x):\n    return x * 2\n")
+    (tmp_path / "proj" / "prog.py").write_text("from outside_step import step\n")
+    (tmp_path / "proj" / "spec.yaml").write_text("calls:\n  - args: [{array: [3]}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.delitem(sys.modules, "outside_step", raising=False)
+    plan = tmp_path / "proj" / "plan.py"
+    result = cli("forecast", f"{tmp_path / 'proj' / 'prog.py'}:step", "--args",
+                 tmp_path / "proj" / "spec.yaml", "--emit-warmup", plan)
+    assert result.exit_code == 2, result.output
+    assert "step: 1 compile" in result.stdout  # the report is out
+    assert "outside_step.py" in result.stderr and "Traceback" not in result.output
+    assert not plan.exists()
+
+
 LIBRARIES = """
 from typing import NamedTuple
 
