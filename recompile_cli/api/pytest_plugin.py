@@ -1,10 +1,14 @@
-"""pytest plugin: ``@pytest.mark.max_compiles(...)`` and the ``recompiles`` fixture.
+"""pytest plugin: ``@pytest.mark.max_compiles(...)``, the ``recompiles`` fixture, and
+``pytest --recompile``.
 
 Registered through the ``pytest11`` entry point. A marked test, or one using the fixture, starts
 from clean JAX caches and is recorded with the Python API (``recompile_cli.record``); a broken
 budget fails the test with the same message as ``recompile-cli``'s gates (function, counts,
-causes with the argument diff), from the same gate evaluator. JAX is imported only in tests
-that use the plugin.
+causes with the argument diff), from the same gate evaluator. With ``--recompile`` (or the ini
+key ``recompile = true``, or ``--recompile-save`` / ``--recompile-compare``) every test is
+recorded the same way, and ``api.suite`` prints the end-of-run table, saves the counts and
+fails the tests whose compiles grew against a saved baseline. JAX is imported only in tests
+that are recorded; ``api.suite`` only when the suite-wide mode is on.
 """
 
 from __future__ import annotations
@@ -16,8 +20,28 @@ import pytest
 
 if TYPE_CHECKING:
     from recompile_cli.api.report import RecompileReport
+    from recompile_cli.api.suite import Suite
 
 MARKER = "max_compiles"
+SUITE: pytest.StashKey[Suite] = pytest.StashKey()  # the suite-wide mode's state, when on
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recompile-cli", "recompile-cli: JAX compile counts per test")
+    group.addoption("--recompile", action="store_true", default=None,
+                    help="record every test's JAX traces and compiles (each from clean JAX "
+                    "caches) and print the tests and functions with the most compiles at the "
+                    "end (ini: recompile = true)")
+    group.addoption("--recompile-save", metavar="FILE", default=None,
+                    help="write each test's compiles per function to FILE (JSON), a baseline "
+                    "for --recompile-compare; implies --recompile")
+    group.addoption("--recompile-compare", metavar="FILE", default=None,
+                    help="fail each test that compiles a function more often than in the "
+                    "baseline FILE (from --recompile-save); implies --recompile")
+    group.addoption("--recompile-top", metavar="N", type=int, default=10,
+                    help="rows of the end-of-run tables of --recompile (default 10; 0: all)")
+    parser.addini("recompile", type="bool", default=False,
+                  help="record every test's JAX compiles, as --recompile does")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,6 +49,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{MARKER}(n=None, **per_function): fail the test when a function compiles "
         "more often: max_compiles(1) for every user function, max_compiles(train_step=1) per "
         "function (globs allowed).")
+    if (config.getoption("recompile", None) or config.getoption("recompile_save", None)
+            or config.getoption("recompile_compare", None) or _ini_flag(config)):
+        # the suite-wide mode's module (and the analysis it imports) only when it is on
+        from recompile_cli.api.suite import Suite
+
+        suite = Suite(config)
+        config.stash[SUITE] = suite
+        config.pluginmanager.register(suite, "recompile-cli-suite")
+
+
+def _ini_flag(config: pytest.Config) -> bool:
+    try:
+        return bool(config.getini("recompile"))
+    except ValueError:  # the ini key is not registered (the plugin was loaded late)
+        return False
 
 
 class Recompiles:
@@ -97,18 +136,20 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[Recompiles]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     marker = item.get_closest_marker(MARKER)
-    if marker is None:
+    suite = item.config.stash.get(SUITE, None)
+    if marker is None and suite is None:
         return (yield)
-    # the plugin loads in every pytest session: the API only in marked tests
+    # the plugin loads in every pytest session: the API only in recorded tests
     from recompile_cli.api.report import compile_limits, gated
     from recompile_cli.guards.errors import UnmatchedBudgetWarning
 
-    limit = marker.args[0] if marker.args else None
+    limit = marker.args[0] if marker is not None and marker.args else None
     usage = None
     try:
-        if len(marker.args) > 1:
+        if marker is not None and len(marker.args) > 1:
             raise ValueError(f"takes at most one positional limit, got {marker.args!r}")
-        compile_limits(limit, dict(marker.kwargs))
+        if marker is not None:
+            compile_limits(limit, dict(marker.kwargs))
     except (TypeError, ValueError) as exc:
         usage = f"@pytest.mark.{MARKER}: {exc}"
     if usage is not None:  # a usage message, not a traceback into the plugin
@@ -119,10 +160,13 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         result = yield
     finally:
         listening = recording.stop() if recording is not shared else recording.listening()
-    checked, unmatched = gated(recording.report, limit, dict(marker.kwargs))
-    for message in unmatched:  # in pytest's warnings summary, at the test
-        item.warn(UnmatchedBudgetWarning(message))
-    messages = _messages(checked) + ([] if listening else [_BLIND])
+        grown = suite.measured(item, recording.report, listening) if suite is not None else []
+    messages = list(grown)
+    if marker is not None:
+        checked, unmatched = gated(recording.report, limit, dict(marker.kwargs))
+        for message in unmatched:  # in pytest's warnings summary, at the test
+            item.warn(UnmatchedBudgetWarning(message))
+        messages = _messages(checked) + ([] if listening else [_BLIND]) + messages
     if messages:
         pytest.fail("\n".join(messages), pytrace=False)
     return result

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from recompile_cli import exits, options
 from recompile_cli.cli import (
@@ -92,14 +93,48 @@ def profile(
     finish.finish(outcome, request)
 
 
-@app.command(context_settings={"allow_interspersed_args": False,
+class _ModuleEndsOptions(TyperCommand):
+    """``run``'s command: as for ``python -m``, the options end at ``-m MODULE``; what follows
+    it is the module's (``run -m pytest -q -x tests`` passes ``-q -x tests`` to pytest)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _options_end_at_module(self.params, list(args)))
+
+
+def _options_end_at_module(params: list[Any], args: list[str]) -> list[str]:
+    """``args`` with ``--`` after the ``-m MODULE`` among the leading options (none if none)."""
+    takes_value = {name for p in params if getattr(p, "param_type_name", "") == "option"
+                   and not getattr(p, "is_flag", False) and not getattr(p, "count", False)
+                   for name in [*p.opts, *p.secondary_opts]}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-m", "--module"):
+            return [*args[:i + 2], "--", *args[i + 2:]] if i + 1 < len(args) else args
+        if arg.startswith("--module=") or (arg.startswith("-m") and not arg.startswith("--")):
+            return [*args[:i + 1], "--", *args[i + 1:]]
+        if arg == "--" or arg == "-" or not arg.startswith("-"):
+            return args  # SCRIPT, or the end of the options
+        i += 2 if arg in takes_value else 1  # an option and its value (not --opt=value)
+    return args
+
+
+@app.command(cls=_ModuleEndsOptions,
+             context_settings={"allow_interspersed_args": False,
                                "ignore_unknown_options": True})
 @grouped
 def run(
-    script: Annotated[str, typer.Argument(help="The Python script to run as __main__.")],
+    script: Annotated[str | None, typer.Argument(
+        help="The Python script to run as __main__ (with -m: the module's first argument).")
+    ] = None,
     script_args: Annotated[list[str] | None, typer.Argument(
         help="Arguments passed to the script (sys.argv[1:]).")] = None,
     *,
+    module: Annotated[str | None, typer.Option(
+        "-m", "--module", metavar="MODULE", help="Run the module MODULE as `python -m MODULE "
+        "ARGS...` would, instead of a script: the current folder first on sys.path, so that "
+        "`run -m pytest` runs the checkout's tests and code. Everything after MODULE is "
+        "passed to it.")] = None,
     count_calls: Annotated[bool, typer.Option(
         "--count-calls", help="Count calls of the functions the script jits (adds ~1-3 us to "
         "each call) to fill the calls column and know during which call each compile came.")
@@ -117,17 +152,20 @@ def run(
     """Run SCRIPT like `python SCRIPT ARGS...`, in a process of its own under the recorder,
     and report every trace and compile it caused.
 
-    Options go before SCRIPT; everything after it is passed to the script. When the report
-    goes to stdout in a machine-readable format (-f json, csv, ...), the script's own output
-    goes to stderr so that the two never mix."""
+    Options go before SCRIPT (or -m MODULE); everything after it is passed to the script.
+    When the report goes to stdout in a machine-readable format (-f json, csv, ...), the
+    script's own output goes to stderr so that the two never mix."""
     from recompile_cli.process.job import Job  # the job's imports only for a run
 
     with user_errors():
+        target, arguments = _script_or_module(script, script_args, module,
+                                              recording.after_warmup)
         request = finish.request(report, baselines, limits, events_log=recording.events_log,
                                  after_warmup=recording.after_warmup,
-                                 uses=[collisions.Use("SCRIPT", output.absolute(Path(script)),
-                                                      writes=False)])
-        job = Job(kind="script", target=script, script_args=tuple(script_args or ()),
+                                 uses=[] if module is not None else
+                                 [collisions.Use("SCRIPT", output.absolute(Path(target)),
+                                                 writes=False)])
+        job = Job(kind="script", target=target, script_args=arguments, module=module is not None,
                   hook_mode=running.hook_mode.value, count_calls=count_calls,
                   host_timeout=_host_timeout(check_hosts, host_timeout),
                   compilation_cache=options_cli.cache_folder(recording.compilation_cache),
@@ -138,6 +176,22 @@ def run(
                                     timeout=options_cli.run_timeout(running.timeout),
                                     stdout_to_stderr=request.stdout_is_taken)
     finish.finish(outcome, request)
+
+
+def _script_or_module(script: str | None, script_args: list[str] | None, module: str | None,
+                      after_warmup: Any) -> tuple[str, tuple[str, ...]]:
+    """What ``run`` runs and its arguments: SCRIPT, or with ``-m`` MODULE (SCRIPT is then the
+    module's first argument); exit 2 for neither."""
+    if module is None:
+        if script is None:
+            raise RecompileError("Missing SCRIPT: run takes a script's path (run train.py "
+                                 "ARGS...) or -m MODULE (run -m pytest ARGS...).")
+        return script, tuple(script_args or ())
+    if after_warmup is not None:
+        raise RecompileError("--after-warmup runs a plan before a script's __main__ block; it "
+                             "cannot be used with -m MODULE: run the module's file instead.")
+    first = () if script is None else (script,)
+    return module, (*first, *(script_args or ()))
 
 
 def _host_timeout(check_hosts: bool, seconds: float | None) -> float | None:

@@ -116,7 +116,7 @@ def _run(job: Job, log: EventLog, hosts: HostCheck | None
     options = runner.RunOptions(HookMode(job.hook_mode), events_log=log,
                                 count_calls=job.count_calls, host_check=hosts,
                                 after_warmup=Path(job.after_warmup) if job.after_warmup else None,
-                                warmup_parallel=job.warmup_parallel)
+                                warmup_parallel=job.warmup_parallel, module=job.module)
     if job.kind == "script":
         return runner.run_script(job.target, list(job.script_args), options), None
     spec = _spec(job.spec, job, job.spec_option)

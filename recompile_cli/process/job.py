@@ -12,7 +12,8 @@ import msgspec
 class Job(msgspec.Struct, frozen=True, kw_only=True):
     """What the measured process runs: every option was validated by the supervisor first.
 
-    ``kind`` is ``script`` (``run``, or a budget file's ``script:``: ``target`` is its path),
+    ``kind`` is ``script`` (``run``, or a budget file's ``script:``: ``target`` is its path;
+    with ``module``, ``run -m``: ``target`` is the module's name, run as ``python -m`` would),
     ``profile`` (a spec's calls to ``target``) or ``forecast`` (the same calls traced, not run).
     ``log_fd`` is the events pipe's write end in this process, ``control_fd`` the read end of
     the supervisor's stop requests (one byte: the exit code of the signal it received).
@@ -20,6 +21,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
 
     kind: str
     target: str
+    module: bool = False  # a script job whose ``target`` is a module name (``run -m``)
     log_fd: int = -1
     control_fd: int = -1
     script_args: tuple[str, ...] = ()

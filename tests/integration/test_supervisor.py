@@ -102,6 +102,34 @@ def test_an_exit_handler_that_fails_after_the_run_is_a_failure(tmp_path):
         proc.stderr)
 
 
+def test_a_compile_in_an_exit_handler_is_recorded_and_gated(tmp_path):
+    """The script's exit handlers run while the recorder records: a compile there counts, and
+    each handler runs once, the last registered first, a failing one shown as Python shows it;
+    one that calls os._exit still ends the process after the run's end record."""
+    script = write(tmp_path, "prog.py", COMPILES_THREE + textwrap.dedent("""
+        step(jnp.ones(3))
+        import atexit, os
+        atexit.register(lambda: os._exit(0))
+        def at_the_end(n):
+            print("handler ran", n)
+            step(jnp.ones(n)).block_until_ready()
+        def failing():
+            raise ValueError("handler failed")
+        atexit.register(at_the_end, 9)
+        atexit.register(failing)
+    """))
+    proc = recompile_cli("run", "--max-compiles", "1", "--save", "s.json", script, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # finished; the gate failed
+    assert proc.stdout.count("handler ran 9") == 1, proc.stdout  # once
+    assert "step: 2 compiles, budget 1" in proc.stdout
+    assert "f32[3] -> f32[9] (prog.py:" in proc.stdout and "(at_the_end)" in proc.stdout
+    assert "Exception ignored in atexit callback: <function failing" in proc.stderr
+    assert "ValueError: handler failed" in proc.stderr and "exit_handlers.py" not in proc.stderr
+    sites = [e.call_site or "" for e in load_session(tmp_path / "s.json").events
+             if e.function == "step" and e.compiled]
+    assert len(sites) == 2 and sites[1].endswith("(at_the_end)")
+
+
 @pytest.mark.parametrize("where", ["import", "factory", "traced"])
 def test_os_exit_0_under_profile_and_forecast(tmp_path, where):
     module = write(tmp_path, "target.py", COMPILES_THREE + textwrap.dedent(f"""

@@ -24,7 +24,7 @@ from recompile_cli.capture.code import stack
 from recompile_cli.capture.code.stack import exception_summary
 from recompile_cli.capture.counting import CallCounter
 from recompile_cli.capture.recorder import Recorder
-from recompile_cli.capture.running import loader, warmup
+from recompile_cli.capture.running import exit_handlers, loader, modules, warmup
 from recompile_cli.errors import TargetError
 from recompile_cli.inputs.jit_options import check_static_args
 from recompile_cli.session.model import HookMode, Outcome
@@ -54,6 +54,7 @@ class RunOptions:
     # a warm-up plan run before the workload (capture.running.warmup)
     after_warmup: Path | None = None
     warmup_parallel: int | None = None  # its warm_up(parallel=N)
+    module: bool = False  # scripts only: the path is a module's name, run as python -m runs it
 
 
 def is_jitted(fn: Any) -> bool:
@@ -199,23 +200,34 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
                ) -> Outcome:
     """Run a script as ``__main__`` with ``sys.argv`` set and its folder on ``sys.path``.
 
-    ``sys.exit(0)`` (or ``None``) is a normal end. With ``options.count_calls``, functions the
-    script jits are wrapped to count their calls (a Python wrapper on their cached-call path)
-    and events know during which call they happened. With ``options.after_warmup``, the plan
-    runs after the script's definitions, before its ``if __name__ == "__main__":`` block
-    (``capture.running.warmup.run_main``).
+    ``sys.exit(0)`` (or ``None``) is a normal end. The exit handlers the script registers run
+    at its end, while the recorder still records (``exit_handlers``). With
+    ``options.count_calls``, functions the script jits are wrapped to count their calls (a
+    Python wrapper on their cached-call path) and events know during which call they happened.
+    With ``options.after_warmup``, the plan runs after the script's definitions, before its
+    ``if __name__ == "__main__":`` block (``capture.running.warmup.run_main``).
+
+    With ``options.module``, ``path`` is a module's name, run as ``python -m`` runs it (the
+    working folder first on ``sys.path``; ``capture.running.modules``).
 
     Raises:
-        TargetError: the script does not exist or has a syntax error.
+        TargetError: the script does not exist or has a syntax error (no such module).
     """
-    script = loader.check_script(path)
-    label = f"{path} {' '.join(script_args)}".strip()
-    with _script_globals(script, script_args), _recording(label, options) as recorder:
+    if options.module:
+        modules.check_module(path)
+        script, label = Path(path), f"-m {path} {' '.join(script_args)}".strip()
+    else:
+        script, label = loader.check_script(path), f"{path} {' '.join(script_args)}".strip()
+    first = Path(os.getcwd()) if options.module else script.parent
+    with _script_globals(script, script_args, first), _recording(label, options) as recorder:
         counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
                               recorder.calls, recorder.refused_call)
         try:
-            with counter if options.count_calls else contextlib.nullcontext():
-                if options.after_warmup is None:
+            with exit_handlers.captured() as handlers, (
+                    counter if options.count_calls else contextlib.nullcontext()):
+                if options.module:  # the CLI refuses --after-warmup with -m
+                    modules.run_module(path)
+                elif options.after_warmup is None:
                     runpy.run_path(str(script), run_name="__main__")
                 else:
                     plan, parallel = options.after_warmup, options.warmup_parallel
@@ -232,14 +244,15 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
                 recorder.fail(f"{path} exited with {status}")
         except BaseException as exc:
             recorder.fail(exception_summary(path, exc), exc)
+        handlers.run()  # its exit handlers, recorded too (an interruption skips them)
     return _outcome(recorder)
 
 
 @contextlib.contextmanager
-def _script_globals(script: Path, script_args: list[str]) -> Iterator[None]:
+def _script_globals(script: Path, script_args: list[str], first: Path) -> Iterator[None]:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *script_args]
-    sys.path.insert(0, str(script.parent))
+    sys.path.insert(0, str(first))
     try:
         yield
     finally:
