@@ -101,6 +101,8 @@ FIRES: dict[str, list] = {
     "tracing_context": [sig(x=X3), sig(x=X3, context={"jax_enable_x64": "True"})],
     "placement": [sig(x=X3), event(traced=False, lowering_changes=(
         Change("in_shardings", "UnspecifiedValue", "SingleDeviceSharding", argument="x"),))],
+    # jax.grad of a jitted function outside jit: its derived program compiled on its own
+    "derived": [sig(x=X3), event(traced=False, compiled=True, lowering_changes=None)],
 }
 
 SILENT: dict[str, list] = {
@@ -147,6 +149,9 @@ SILENT: dict[str, list] = {
                         event(sig(x=X3, context={"jax_enable_x64": "True"}), owner="jax")],
     "placement": [sig(x=X3), event(sig(x=X3), depth=1), event(traced=False, depth=1,
                                                               lowering_changes=())],
+    # JAX's own functions get no advice; nor does a nested one (its caller's compile)
+    "derived": [event(sig(x=X3), owner="jax"),
+                event(traced=False, compiled=True, lowering_changes=None, owner="jax")],
 }
 
 

@@ -249,6 +249,10 @@ RULES: tuple[AdviceRule, ...] = (
         "new_function", frozenset({C.NEW_FUNCTION}), "a new function object with the same code",
         _always, texts.new_function, "one function object kept"),
     AdviceRule(
+        "derived", frozenset({C.DERIVED_JAXPR}),
+        "a program derived from the jitted function by a transformation applied outside jit",
+        _always, texts.derived),
+    AdviceRule(
         "tracing_context", frozenset({C.TRACING_CONTEXT}),
         "a config flag or context manager that changed", _always, texts.context),
     AdviceRule(

@@ -407,6 +407,17 @@ def new_function(g: Group) -> Advice:
                   f"{text}." + g.also(saves=after is not None), after)
 
 
+def derived(g: Group) -> Advice:
+    """A jaxpr a transformation derived from the jitted function, compiled apart from it."""
+    return Advice(
+        f"{g.name} was compiled again without a re-trace, for a program a transformation "
+        "derived from it (`jax.grad`, `jax.value_and_grad`, `jax.vjp`, `jax.vmap` or "
+        "`checkify` applied to the jitted function outside jit). Jit the transformed function "
+        f"once and call that (`grad_{g.name} = jax.jit(jax.grad({g.name}))`), or apply the "
+        "transformation inside your jitted step, so it compiles once per signature as one "
+        "program." + g.also())
+
+
 def context(g: Group) -> Advice:
     return Advice(
         f"the tracing context `{g.argument}` changed between calls of {g.name} "
