@@ -172,8 +172,10 @@ class _Limits:
 
 
 def _parse(path: str, data: Any, limits: _Limits = _Limits()) -> Spec:
-    if data is None:
-        data = {}
+    if data is None:  # an empty file, or an empty stdin: not a spec that means "no calls"
+        raise Invalid((), "the spec is empty: give it a 'calls' list (docs/spec.md shows every "
+                          "form), or leave --args out to call the target once without "
+                          "arguments")
     if not isinstance(data, dict):
         raise Invalid((), "the spec must be a mapping with a 'calls' list")
     only_keys(data, ("jit", "defaults", "calls"), ())

@@ -515,3 +515,14 @@ def test_a_session_naming_a_file_outside_the_project_gets_no_plan(cli, tmp_path)
         assert "Refusing to write a plan" in result.output
         assert not target.exists()
     assert not (tmp_path / "PWNED").exists() and not (project / "PWNED").exists()
+
+
+def test_a_plan_that_is_a_folder_or_a_fifo_is_named_as_such(cli, program, tmp_path):
+    """Issue 44: --after-warmup given a folder or a FIFO said "no such file"."""
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    script = program("s", "print('ran')\n")
+    for plan, words in ((tmp_path, "a folder"), (fifo, "not a regular file")):
+        result = cli("run", "--after-warmup", plan, script)
+        assert result.exit_code == 2 and f"{plan}: {words}" in result.output, result.output
+        assert "ran" not in result.stdout

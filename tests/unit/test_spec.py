@@ -70,6 +70,8 @@ def test_missing_calls_means_one_call_without_arguments(tmp_path):
     ("calls:\n  - sweep: {n: {range: [1, 5, 0]}}\n", "calls[0].sweep.n.range", 2, "step"),
     ("calls:\n  - sweep: {n: []}\n", "calls[0].sweep.n", 2, "non-empty"),
     ("calls: []\n", "calls", 1, "non-empty list"),
+    ("", "(top level)", None, "the spec is empty"),
+    ("# only a comment\n", "(top level)", None, "the spec is empty"),
     ("calls:\n  - args: {a: 1}\n", "calls[0].args", 2, "list"),
     ("jit: {static_argnums: [a]}\n", "jit.static_argnums[0]", 1, "int"),
     ("jit: {static: [1]}\n", "jit.static", 1, "unknown field 'static'"),

@@ -46,7 +46,9 @@ def check_plan(path: str | Path, option: str = "--after-warmup") -> Path:
     ``warm_up`` at its top level (``TargetError``, exit 2, otherwise)."""
     plan = Path(path)
     if not plan.is_file():
-        raise TargetError(f"{option} {plan}: no such file. Write a plan with recompile-cli "
+        what = ("a folder" if plan.is_dir() else "not a regular file (a FIFO, a device or a "
+                "socket)" if plan.exists() else "no such file")
+        raise TargetError(f"{option} {plan}: {what}. Write a plan with recompile-cli "
                           "warmup SESSION.json -o PLAN.py, then pass its path.")
     try:
         tree = ast.parse(plan.read_bytes(), str(plan))
