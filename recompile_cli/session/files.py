@@ -69,6 +69,8 @@ def _session_from_log(data: bytes, source: str) -> Session:
     everything before it is whole."""
     codec.check_utf8(data, source)
     lines = data.splitlines()
+    while lines and not lines[-1].strip():  # blank lines after the last record: not records
+        lines.pop()
     reader = LogReader(source)
     for number, line in enumerate(lines, 1):
         try:

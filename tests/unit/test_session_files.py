@@ -75,7 +75,8 @@ def test_files_of_the_0_1_0_release_load_unchanged(name):
     old = json.loads((RELEASE / "report.json").read_text())
     new = json_report.to_dict(report)
     assert list(new)[:len(old)] == list(old)  # the report's fields, in the same order
-    assert list(new)[len(old):] == ["compile_cost", "slow_calls", "eager_lines"]  # 0.3, 0.4, 0.5
+    assert list(new)[len(old):] == ["compile_cost", "slow_calls", "eager_lines",
+                                    "wasted_compiles"]  # 0.3, 0.4, 0.5, 0.6
     # every total as it was, the new ones (first compiles, re-compiles, by owner) after them
     assert list(new["totals"])[:len(old["totals"])] == list(old["totals"])
     assert {key: new["totals"][key] for key in old["totals"]} == old["totals"]
@@ -97,17 +98,19 @@ def _kept(old: object, new: object) -> bool:
 def test_json_report_is_the_session_plus_the_analysis(session, report_data):
     saved = session_to_dict(session)
     report = json_report.to_dict(build_report(session))
-    assert list(report) == list(report_data)  # same keys, same order as before
+    # same keys, same order as before; wasted_compiles (0.6) after them
+    assert list(report) == [*report_data, "wasted_compiles"]
     for key, value in saved.items():
         if key == "events":
             for plain, full in zip(value, report["events"], strict=False):
                 assert {k: v for k, v in full.items() if k not in (
-                    "kind", "cause", "causes", "equations", "constants_bytes")} == plain
+                    "kind", "cause", "causes", "equations", "constants_bytes",
+                    "same_program_as")} == plain
         elif key == "totals":
             assert report["totals"]["wall_seconds"] == value["wall_seconds"]
         else:
             assert report[key] == value
-    assert list(report) == list(report_data)
+    assert list(report) == [*report_data, "wasted_compiles"]
     totals = report_data["totals"]  # totals added since (persistent-cache misses) may follow
     assert {key: report["totals"][key] for key in totals} == totals
     for key in ("functions", "cause_table", "suggestions"):
@@ -310,6 +313,9 @@ def test_events_log_cut_short_keeps_what_was_whole(tmp_path, session):
     lines = _log_lines(session)[:6]
     lines[-1] = lines[-1][:30]
     loaded = _load_log(tmp_path, lines)
+    assert len(loaded.events) == 4 and "did not finish" in loaded.warnings[0]
+    # blank lines after the tear (an editor's, a copy's) are not records after it (issue 44)
+    loaded = _load_log(tmp_path, [*lines, "", "  "])
     assert len(loaded.events) == 4 and "did not finish" in loaded.warnings[0]
 
 
