@@ -274,6 +274,7 @@ class _Stream:
         self.observer = observer
         self.ended = ended
         self.damaged: str | None = None  # why the stream stopped being read
+        self.closed_at: float | None = None  # when the stream closed (time.monotonic)
         self._buffer = b""
         self._lines = 0
 
@@ -286,6 +287,7 @@ class _Stream:
         for number, line in enumerate(lines, 1):
             self._line(line, cut_short_ok=last and number == len(lines))
         if not chunk and not last:  # the stream closed: its process is ending
+            self.closed_at = time.monotonic()
             self._closed()
 
     def _closed(self) -> None:
@@ -338,8 +340,14 @@ def _outcome(job: Job, stream: _Stream, returncode: int, timed_out: float | None
         if failure is None and interrupted is not None:
             failure = exits.interruption_text(exits.ExitCode(interrupted))
         return _ended(session, failure, interrupted, end.traceback)
+    early = time.monotonic() - stream.closed_at if stream.closed_at is not None else 0.0
     if stream.damaged is not None:
         how = f"its events stream was damaged ({stream.damaged})"
+    elif reader.header is not None and early > PIPE_CLOSED_SECONDS:
+        how = (f"the program closed the recorder's events pipe {early:.1f} s before its "
+               f"process ended ({_status(returncode).partition(' before')[0]}): nothing it did "
+               "after that was recorded (a close of every open file descriptor, "
+               "os.closerange, does it; keep descriptors above 2 open)")
     elif received and len(received) > 1:
         how = f"{exits.interruption_text(received[0])}, then ended by a second signal (SIGKILL)"
     else:
@@ -347,6 +355,9 @@ def _outcome(job: Job, stream: _Stream, returncode: int, timed_out: float | None
     started = "" if reader.header is not None else ", before it started recording"
     failure = f"{_label(job)} did not finish{started}: {how}"
     return _ended(session, failure, interrupted, None)
+
+
+PIPE_CLOSED_SECONDS = 1.0  # the events stream closed this long before the process ended
 
 
 def _ended(session: Session, failure: str | None, interrupted: int | None,

@@ -93,6 +93,18 @@ def test_os_exit_0_in_atexit_under_a_gate_that_holds_passes(tmp_path):
     assert recompile_cli("run", "--max-compiles", "3", script, cwd=tmp_path).returncode == 0
 
 
+
+def test_a_program_that_closes_the_events_pipe_is_told_apart_from_os_exit(tmp_path):
+    """Issue 44: closing every descriptor above 2 (os.closerange) ended the recording, and the
+    run was blamed on os._exit."""
+    script = write(tmp_path, "prog.py", COMPILES_THREE + (
+        "three()\nimport os, time\nos.closerange(3, 4096)\ntime.sleep(1.5)\n"))
+    proc = recompile_cli("run", script, cwd=tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "the program closed the recorder's events pipe" in proc.stderr
+    assert "os._exit, or" not in proc.stderr
+    reported(proc, 3)  # what it recorded before is reported
+
 def test_an_exit_handler_that_fails_after_the_run_is_a_failure(tmp_path):
     script = write(tmp_path, "prog.py", COMPILES_THREE + (
         "three()\nimport atexit, os\natexit.register(lambda: os._exit(7))\n"))
