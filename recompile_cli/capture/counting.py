@@ -84,6 +84,9 @@ class _Counted:
     def __init__(self, jitted: Any, key: str, counter: CallCounter) -> None:
         self._jitted, self._key, self._counter = jitted, key, counter
         functools.update_wrapper(self, jitted, updated=())
+        # ``__wrapped__`` is what the jitted function's is (the user's function), as a program
+        # that introspects it sees without counting, not the jitted object one level down
+        self.__wrapped__ = getattr(jitted, "__wrapped__", jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         outermost = self._counter._enter(self._key)

@@ -253,3 +253,27 @@ def test_a_librarys_closure_is_named_by_the_factory_the_user_called():
 
     assert function_name(factory()) == (
         f"inner (test_origins.py:{factory.__code__.co_firstlineno + 1})")
+
+
+INTROSPECTS = """
+import functools, inspect
+import jax, jax.numpy as jnp
+
+def loss(x):
+    return jnp.sum(x * 2)
+
+step = jax.jit(loss)
+assert step.__wrapped__ is loss, step.__wrapped__
+assert inspect.unwrap(step) is loss
+assert step.__name__ == "loss" and step.__qualname__ == "loss"
+assert inspect.signature(step) == inspect.signature(loss)
+assert step.lower(jnp.ones(3)).compile()(jnp.ones(3)) == 6.0
+print("introspected", float(step(jnp.ones(3))))
+"""
+
+
+def test_count_calls_keeps_the_jitted_object_as_the_program_sees_it(cli, program):
+    """Issue 44: under --count-calls ``__wrapped__`` was the jitted object, not the function."""
+    result = cli("run", "--count-calls", program("introspects", INTROSPECTS))
+    assert result.exit_code == 0, result.output
+    assert "introspected 6.0" in result.stdout
