@@ -224,11 +224,14 @@ def _signature(planned: Planned) -> list[ast.stmt]:
             ast.Expr(ast.Yield(ast.Tuple(triple, _LOAD)))]
 
 
-def _tree(nodes: Iterator[Node], leaves: _Leaves) -> ast.expr:
-    """The next pytree of ``nodes`` (pre-order), its leaves taken from ``leaves``."""
+def _tree(nodes: Iterator[Node], leaves: _Leaves | None) -> ast.expr:
+    """The next pytree of ``nodes`` (pre-order), its leaves taken from ``leaves`` (None: a
+    treedef's, each leaf written ``0``)."""
     node = next(nodes)
     kind = node.kind
     if kind == NodeKind.LEAF:
+        if leaves is None:
+            return ast.Constant(0)
         (_, leaf), placement = next(leaves)
         return _call(UNBROKEN, _constant(tuple(leaf.shape)), ast.Constant(leaf.dtype), keywords=[
             ("weak_type", ast.Constant(True) if leaf.weak_type else None),
@@ -268,11 +271,16 @@ def _value(value: Value) -> ast.expr:
         return _ref(value.text)
     if kind == ValueKind.DTYPE:
         return _call("jax.numpy.dtype", ast.Constant(value.text))
+    if kind == ValueKind.TREEDEF:
+        nodes = iter(value.nodes)
+        return _call("_treedef", _tree(nodes, None))
     items = [_value(item) for item in value.items]
     if kind in (ValueKind.TUPLE, ValueKind.LIST):
         return (ast.Tuple if kind == ValueKind.TUPLE else ast.List)(items, _LOAD)
     if kind == ValueKind.DICT:
         return ast.Dict(list(items[::2]), items[1::2])
+    if kind == ValueKind.MAPPING:
+        return _call("_mapping", _ref(value.text), ast.Dict(list(items[::2]), items[1::2]))
     if kind == ValueKind.NAMEDTUPLE:
         return _call("_namedtuple", _ref(value.text), *items)
     return _call("_dataclass", _ref(value.text),
@@ -331,9 +339,10 @@ def _unplayable(plan: Plan) -> list[ast.stmt]:
 
 _RESERVED = {"_module", "_ref", "_jitted", "_array", "_key_dtype", "_devices", "_device",
              "_mesh", "_named", "_node", "_namedtuple", "_dataclass", "_Skip", "_HERE",
-             "_FILES", "_same_file", "_loaded"}
+             "_FILES", "_same_file", "_loaded", "_treedef", "_mapping", "_NnxJitted"}
 
-_HELPERS = '''import dataclasses
+_HELPERS = '''import collections.abc
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -400,7 +409,24 @@ def _jitted(module, qualname):
     f = _ref(module, qualname)
     if not hasattr(f, "lower"):
         raise TypeError(f"{module}:{qualname} is not a jitted function (it has no .lower)")
+    holder, _, _ = qualname.rpartition(".")
+    wrapper = _ref(module, holder) if holder else None
+    if type(wrapper).__module__.startswith("flax.nnx."):
+        return _NnxJitted(f, wrapper)
     return f
+
+class _NnxJitted:
+    """The jax.jit object inside a flax.nnx.jit function, lowered as nnx.jit lowers it:
+    inside flax.nnx's update context of its wrapper."""
+
+    def __init__(self, jitted, wrapper):
+        self.jitted, self.wrapper = jitted, wrapper
+
+    def lower(self, *args, **kwargs):
+        from flax.nnx import graph
+
+        with graph.update_context(self.wrapper):
+            return self.jitted.lower(*args, **kwargs)
 
 def _key_dtype(name):
     for impl in ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32",
@@ -451,6 +477,14 @@ def _node(kind, aux, *children):
     tu = jax.tree_util
     kids = [tu.tree_structure(c) for c in children]
     treedef = tu.PyTreeDef.from_node_data_and_children(tu.default_registry, (kind, aux), kids)
+    if aux is not None and treedef.node_data()[1] is None:
+        # a NamedTuple registered with its own flattening (jax.example_libraries'
+        # OptimizerState): JAX makes it a NamedTuple node, so unflatten it as registered
+        from jax._src import tree_util as registered
+
+        entry = getattr(registered, "_registry", {}).get(kind)
+        if entry is not None:
+            return entry.from_iter(aux, children)
     return tu.tree_unflatten(treedef, [leaf for c in children for leaf in tu.tree_leaves(c)])
 
 def _namedtuple(kind, *fields):
@@ -461,7 +495,17 @@ def _namedtuple(kind, *fields):
 def _dataclass(kind, **fields):
     if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
         raise TypeError(f"{kind!r} is not a dataclass")
-    return kind(**fields)'''
+    return kind(**fields)
+
+def _mapping(kind, items):
+    if not (isinstance(kind, type) and issubclass(kind, collections.abc.Mapping)):
+        raise TypeError(f"{kind!r} is not a Mapping")
+    return kind(items)
+
+def _treedef(tree):
+    """The structure of ``tree``, whose leaves are placeholders (a treedef held as static
+    data: jax.example_libraries' OptimizerState, equinox.filter_jit's static arguments)."""
+    return jax.tree_util.tree_structure(tree)'''
 
 _WARM_UP = '''def warm_up(parallel=None):
     """Compile every signature of BLOCKS: one after the other, or ``parallel`` at a time in

@@ -30,6 +30,8 @@ class ValueKind(StrEnum):
     DATACLASS = "dataclass"  # ``text``: the class (a REF's text); ``names``: its fields
     NAMEDTUPLE = "namedtuple"  # ``text``: the class; ``items``: its fields in order
     DTYPE = "dtype"  # ``text``: a numpy dtype's name (``float32``)
+    TREEDEF = "treedef"  # ``nodes``: a ``jax.tree_util.PyTreeDef``'s nodes (its leaves: LEAF)
+    MAPPING = "mapping"  # ``text``: a Mapping class built from a dict; ``items`` as DICT's
 
 
 class Value(_Data, frozen=True, omit_defaults=True):
@@ -40,6 +42,7 @@ class Value(_Data, frozen=True, omit_defaults=True):
     text: str = ""
     items: tuple[Value, ...] = ()
     names: tuple[str, ...] = ()
+    nodes: tuple[Node, ...] = ()  # a TREEDEF's, in pre-order
 
 
 class NodeKind(StrEnum):
@@ -73,6 +76,31 @@ class Argument(_Data, frozen=True, omit_defaults=True):
     static: Value | None = None
     tree: tuple[Node, ...] = ()
     problem: str | None = None
+
+
+def references(arguments: tuple[Argument, ...]) -> list[str]:
+    """Every ``module:qualified.name`` the arguments refer to (static values, dict keys, pytree
+    node types and their data, the treedefs inside them), in the order found; unchecked."""
+    out: list[str] = []
+    values: list[Value] = []
+    nodes: list[Node] = []
+    for argument in arguments:
+        values += [argument.static] if argument.static is not None else []
+        nodes += argument.tree
+    while values or nodes:
+        for node in nodes:
+            values += [*node.keys, *([node.aux] if node.aux is not None else [])]
+            if node.type:
+                out.append(node.type)
+        nodes = []
+        while values:
+            item = values.pop()
+            if item.kind in (ValueKind.REF, ValueKind.DATACLASS, ValueKind.NAMEDTUPLE,
+                             ValueKind.MAPPING):
+                out.append(item.text)
+            values.extend(item.items)
+            nodes.extend(item.nodes)
+    return out
 
 
 class Placement(_Data, frozen=True, omit_defaults=True):

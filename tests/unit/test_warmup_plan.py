@@ -139,6 +139,19 @@ def test_what_cannot_be_replayed_is_listed_with_why():
     (good_replay(arguments=(Argument("batch", tree=(DICT_XY, LEAF)),
                             Argument("lr", tree=(LEAF,)))), "its pytree ends early"),
     (good_replay(files={"os; x": "/a.py"}), "is not a dotted name"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.TREEDEF, nodes=(
+        Node(NodeKind.CUSTOM, 1, type="os:system(1)"), LEAF))),)), "is not a dotted name"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.TREEDEF, nodes=(
+        Node(NodeKind.TUPLE, 2), LEAF))),)), "its pytree ends early"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.TREEDEF, text="x", nodes=(
+        LEAF,))),)), "a treedef value with items"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.TUPLE, nodes=(LEAF,))),)),
+     "not a treedef"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.MAPPING, "os:environ.get(", (
+        Value(ValueKind.LITERAL, "'a'"), Value(ValueKind.LITERAL, "1")))),)),
+     "is not a dotted name"),
+    (good_replay(arguments=(Argument("m", static=Value(ValueKind.MAPPING, "m:Frozen", (
+        Value(ValueKind.LITERAL, "'a'"),))),)), "a key and no value"),
 ])
 def test_every_part_of_a_replay_is_checked_before_it_is_written(replay, why):
     found, text = rendered(step_event(replay))
@@ -180,7 +193,7 @@ def test_literal_round_trips_only():
 
 
 ALLOWED_CALLS = {"_jitted", "_array", "_ref", "_node", "_namedtuple", "_dataclass", "_device",
-                 "_named", "_mesh"}
+                 "_named", "_mesh", "_treedef", "_mapping"}
 ALLOWED_NAMES = ALLOWED_CALLS | {"f", "label", "jax"}
 
 
@@ -325,6 +338,29 @@ def test_the_docstring_names_every_module_the_plan_imports():
     assert called == {"configs.base", "model", "modes", "nodes"}
     assert "no module of yours" in (ast.get_docstring(ast.parse(render_plan(
         plan(session([])), "run.json"))) or "")
+
+
+def test_a_treedef_and_a_mapping_held_as_static_data_are_written_from_their_parts():
+    """jax.example_libraries' OptimizerState keeps treedefs as its aux data, equinox.filter_jit
+    passes one as a static argument, a flax.nnx GraphDef holds mappings: each is written from
+    its parts, its leaves as ``0``, every name in it imported and listed."""
+    treedef = Value(ValueKind.TREEDEF, nodes=(
+        Node(NodeKind.TUPLE, 3), LEAF, Node(NodeKind.NONE),
+        Node(NodeKind.CUSTOM, 1, type="nodes:Pair", aux=Value(ValueKind.MAPPING, "maps:Frozen", (
+            Value(ValueKind.LITERAL, "'k'"), Value(ValueKind.REF, "modes:TRAIN")))), LEAF))
+    replay = good_replay(arguments=(
+        Argument("batch", tree=(Node(NodeKind.CUSTOM, 2, type="opt:State", aux=treedef),
+                                LEAF, LEAF)),
+        Argument("lr", tree=(LEAF,))))
+    found, text = rendered(step_event(replay))
+    assert found.planned and not found.unplayable
+    assert ("_node(_ref('opt', 'State'), _treedef((0, None, _node(_ref('nodes', 'Pair'), "
+            "_mapping(_ref('maps', 'Frozen'), {'k': _ref('modes', 'TRAIN')}), 0)))") \
+        in ast.unparse(ast.parse(text))
+    assert_inert(text)
+    docstring = ast.get_docstring(ast.parse(text)) or ""
+    listed = [line.strip() for line in docstring.partition("project root, ")[2].splitlines()]
+    assert listed[1:] == ["maps", "model", "modes", "nodes", "opt"]
 
 
 # The writer: what turns the tree into text. Terminal summaries: text for people, not code.

@@ -250,7 +250,7 @@ def check_placement(placement: Placement) -> None:
         raise Unwritable("a PartitionSpec that is not a tuple of axis names")
 
 
-def _check_tree(nodes: tuple[Node, ...]) -> None:
+def _check_tree(nodes: tuple[Node, ...], depth: int = 0) -> None:
     """The nodes form one pytree in pre-order, each of a kind the plan can write."""
     needed = 1
     for node in nodes:
@@ -264,11 +264,11 @@ def _check_tree(nodes: tuple[Node, ...]) -> None:
             if len(node.keys) != node.arity:
                 raise Unwritable("a dict whose keys do not match its children")
             for key in node.keys:
-                checked_value(key)
+                checked_value(key, depth + 1)
         elif node.kind in (NodeKind.NAMEDTUPLE, NodeKind.CUSTOM):
             reference(node.type or "")
             if node.aux is not None:
-                checked_value(node.aux)
+                checked_value(node.aux, depth + 1)
         elif node.kind not in (NodeKind.TUPLE, NodeKind.LIST):
             raise Unwritable(f"a pytree node of kind {shown(str(node.kind), 30)!r}")
         needed += node.arity
@@ -283,14 +283,20 @@ def checked_value(value: Value, depth: int = 0) -> None:
     kind = value.kind
     if kind == ValueKind.LITERAL:
         literal(value.text)
-    elif kind in (ValueKind.REF, ValueKind.DATACLASS, ValueKind.NAMEDTUPLE):
+    elif kind in (ValueKind.REF, ValueKind.DATACLASS, ValueKind.NAMEDTUPLE, ValueKind.MAPPING):
         reference(value.text)
     elif kind == ValueKind.DTYPE:
         if not _DTYPE.fullmatch(value.text) or value.text.startswith("key<"):
             raise Unwritable(f"the dtype {shown(value.text, 40)!r}")
+    elif kind == ValueKind.TREEDEF:
+        if value.items or value.text:
+            raise Unwritable("a treedef value with items")
+        _check_tree(value.nodes, depth + 1)
     elif kind not in (ValueKind.TUPLE, ValueKind.LIST, ValueKind.DICT):
         raise Unwritable(f"a value of kind {shown(str(kind), 30)!r}")
-    if kind == ValueKind.DICT and len(value.items) % 2:
+    if kind != ValueKind.TREEDEF and value.nodes:
+        raise Unwritable("a value with pytree nodes that is not a treedef")
+    if kind in (ValueKind.DICT, ValueKind.MAPPING) and len(value.items) % 2:
         raise Unwritable("a dict value with a key and no value")
     if kind == ValueKind.DATACLASS and (len(value.names) != len(value.items)
                                         or not all(map(_identifier, value.names))):

@@ -25,7 +25,7 @@ from recompile_cli.analysis.shorten import shown
 from recompile_cli.analysis.warmup.plan import Plan, reference
 from recompile_cli.errors import SessionFileError
 from recompile_cli.session.locations import parse
-from recompile_cli.session.warmup import Value, ValueKind
+from recompile_cli.session.warmup import references
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _TARGET_FILE = re.compile(r"(?P<path>\S+?\.py)(?=[:\s]|$)")  # a path with spaces: none
@@ -55,18 +55,7 @@ def imported_modules(plan: Plan) -> list[str]:
     names: set[str] = set()
     for planned in plan.planned:
         names |= {planned.module, *planned.files}
-        values: list[Value] = []
-        for argument in planned.arguments:
-            values += [argument.static] if argument.static is not None else []
-            for node in argument.tree:
-                values += [*node.keys, *([node.aux] if node.aux is not None else [])]
-                if node.type:
-                    names.add(reference(node.type)[0])
-        while values:
-            item = values.pop()
-            if item.kind in (ValueKind.REF, ValueKind.DATACLASS, ValueKind.NAMEDTUPLE):
-                names.add(reference(item.text)[0])
-            values.extend(item.items)
+        names |= {reference(text)[0] for text in references(planned.arguments)}
     return sorted(names)
 
 

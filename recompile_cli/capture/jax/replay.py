@@ -23,7 +23,7 @@ import enum
 import math
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recompile_cli.capture.code import stack
@@ -37,6 +37,7 @@ from recompile_cli.session.warmup import (
     Replay,
     Value,
     ValueKind,
+    references,
 )
 
 VALUE_NODES = 2000  # a static value or aux data with more parts than this is not written
@@ -44,7 +45,19 @@ _LITERAL_TYPES = (type(None), bool, int, str, bytes)
 
 
 class NotReplayable(Exception):
-    """A value or node with no form the plan can write; the message says why."""
+    """A value or node with no form the plan can write; the message says why, and ``within``
+    the objects around the part that has none (innermost first), none of them held by name."""
+
+    def __init__(self, reason: str, within: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.within = within
+
+    def __str__(self) -> str:
+        if not self.within:
+            return self.reason
+        return (f"{self.reason}, inside a {' inside a '.join(self.within)} that no module-level "
+                "name holds (keep that object at module level)")
 
 
 # -- the jitted object ---------------------------------------------------------------------------
@@ -87,15 +100,49 @@ def _find_jitted(fun: Any, ji: Any) -> tuple[str | None, str | None]:
     for name, candidate in list(vars(module).items()):
         if getattr(candidate, "_jit_info", None) is ji and isinstance(name, str):
             return f"{module_name}:{name}", None
+    held = _held_attribute(lambda c: getattr(c, "_jit_info", None) is ji)
+    if held is not None:  # a library's wrapper (equinox.filter_jit, flax.nnx.jit) holding it
+        return held, None
     return None, _not_held(fun, inner, str(module_name), qualname)
+
+
+def _user_modules() -> list[tuple[str, Any]]:
+    """(name, module) of the running script and every loaded module of the user's files."""
+    main = sys.modules.get("__main__")
+    out = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if isinstance(name, str) and (module is main or (
+                isinstance(file, str) and stack.is_user_file(file))):
+            out.append((name, module))
+    return out
+
+
+def _held_attribute(wanted: Any) -> str | None:
+    """``module:name.attribute`` where a module-level object of the user's modules holds, in
+    its instance ``__dict__``, an object for which ``wanted`` is true (a library's jit wrapper
+    and the ``jax.jit`` object inside it: equinox's ``_cached``, flax.nnx's ``jitted_fn``)."""
+    for module_name, module in _user_modules():
+        for name, holder in list(vars(module).items()):
+            if not isinstance(name, str) or not name.isidentifier() or isinstance(
+                    holder, type) or type(holder).__name__ == "module":
+                continue
+            try:
+                attributes = vars(holder)
+            except TypeError:
+                continue
+            for attribute, candidate in list(attributes.items()):
+                if isinstance(attribute, str) and attribute.isidentifier() and wanted(candidate):
+                    return f"{module_name}:{name}.{attribute}"
+    return None
 
 
 def _not_held(fun: Any, inner: Any, module: str, qualname: Any) -> str:
     where = f"no module-level name of {module} holds the jitted object"
     if stack.owner_of(getattr(sys.modules.get(module), "__file__", None)) != Owner.USER:
         return (f"jitted by a library's own wrapper ({module}: e.g. equinox.filter_jit, "
-                "flax.nnx.jit), whose jax.jit object no module holds; the plan lowers "
-                "jax.jit functions only")
+                "flax.nnx.jit) that no module-level name of your modules holds (a wrapper "
+                "made inside a function)")
     if getattr(inner, "__name__", "") == "<lambda>":
         return f"a lambda jitted where {where} (a jit made per call)"
     if isinstance(qualname, str) and "<locals>" in qualname:
@@ -134,7 +181,44 @@ def ref_of(obj: Any) -> str | None:
         for name, candidate in list(vars(owner).items()):
             if candidate is obj and isinstance(name, str) and name.isidentifier():
                 return f"{owner.__name__}:{name}"
+    return held(obj)
+
+
+def held(obj: Any) -> str | None:
+    """``module:name...`` of ``obj`` where the user's code keeps it: a module-level name of a
+    user's module (``tx = optax.adam(1e-3)``), a bound method of such an object
+    (``model.apply``), or the function a module-level wrapper holds as ``__wrapped__`` (the
+    function under ``equinox.filter_jit`` or ``flax.nnx.jit``); else None."""
+    self = getattr(obj, "__self__", None)
+    name = getattr(getattr(obj, "__func__", None), "__name__", None)
+    if self is not None and isinstance(name, str) and name.isidentifier() \
+            and not isinstance(self, type) and type(self).__name__ != "module":
+        base = ref_of(self)
+        try:
+            same = base is not None and getattr(self, name) == obj
+        except Exception:
+            same = False
+        if same:
+            return f"{base}.{name}"
+    modules = _user_modules()
+    for module_name, module in modules:
+        for key, candidate in list(vars(module).items()):
+            if candidate is obj and isinstance(key, str) and key.isidentifier():
+                return f"{module_name}:{key}"
+    if callable(obj):
+        for module_name, module in modules:
+            for key, candidate in list(vars(module).items()):
+                if isinstance(key, str) and key.isidentifier() and not isinstance(
+                        candidate, type) and _wraps(candidate, obj):
+                    return f"{module_name}:{key}.__wrapped__"
     return None
+
+
+def _wraps(wrapper: Any, obj: Any) -> bool:
+    try:
+        return wrapper is not obj and getattr(wrapper, "__wrapped__", None) is obj
+    except Exception:  # a property that raises
+        return False
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -156,19 +240,59 @@ def value(obj: Any, budget: list[int] | None = None) -> Value:
         return Value(ValueKind.DICT, items=tuple(pairs))
     if isinstance(obj, (enum.Enum, type)):
         return _ref(obj)
-    if isinstance(obj, tuple) and hasattr(kind, "_fields"):
-        return Value(ValueKind.NAMEDTUPLE, _class_ref(kind),
-                     tuple(value(item, budget) for item in obj))
-    if dataclasses.is_dataclass(obj):
-        return _dataclass(obj, budget)
+    if _is_treedef(obj):
+        return Value(ValueKind.TREEDEF, nodes=_nodes(obj, budget))
+    named_tuple = isinstance(obj, tuple) and hasattr(kind, "_fields")
+    if named_tuple or dataclasses.is_dataclass(obj):
+        try:
+            if named_tuple:
+                return Value(ValueKind.NAMEDTUPLE, _class_ref(kind),
+                             tuple(value(item, budget) for item in obj))
+            return _dataclass(obj, budget)
+        except NotReplayable as exc:  # not made again from its fields: the object by name?
+            ref = held(obj)
+            if ref is None:
+                raise NotReplayable(exc.reason, (*exc.within, kind.__qualname__)) from None
+            return Value(ValueKind.REF, ref)
     if _is_dtype(obj):
         return Value(ValueKind.DTYPE, str(obj.name))
     ref = ref_of(obj)
     if ref is not None:
         return Value(ValueKind.REF, ref)
+    if isinstance(obj, Mapping) and not isinstance(obj, type):
+        return _mapping(obj, budget)
     if callable(obj):
+        qualname = getattr(obj, "__qualname__", None)
+        if isinstance(qualname, str) and "<locals>" in qualname:
+            outer = qualname.split(".<locals>", 1)[0]
+            raise NotReplayable(f"{_short(obj)} is a function made inside {outer}() (compared "
+                                "by identity) that no module-level name holds")
         raise NotReplayable(f"{_short(obj)} is not held by any module under its name")
     raise NotReplayable(f"{_short(obj)} is a {kind.__qualname__}, which has no literal form")
+
+
+def _is_treedef(obj: Any) -> bool:
+    kind = type(obj)
+    return kind.__name__ == "PyTreeDef" and kind.__module__.startswith("jax")
+
+
+def _mapping(obj: Any, budget: list[int]) -> Value:
+    """A Mapping whose class, given a dict of its items, makes one equal to it (flax.nnx's
+    ``HashableMapping`` and ``PrettyMapping`` in a ``GraphDef``)."""
+    kind = type(obj)
+    ref = _class_ref(kind)
+    items = dict(obj.items())
+    try:
+        rebuilt = kind(items)
+        same = bool(rebuilt == obj) and (kind.__hash__ is None or hash(rebuilt) == hash(obj))
+    except Exception:
+        same = False
+    if not same:
+        raise NotReplayable(f"a {kind.__qualname__} made again from a dict of its items is not "
+                            "equal to it")
+    pairs = [part for key, item in items.items()
+             for part in (value(key, budget), value(item, budget))]
+    return Value(ValueKind.MAPPING, ref, tuple(pairs))
 
 
 def _ref(obj: Any) -> Value:
@@ -231,9 +355,20 @@ def tree(obj: Any) -> tuple[Node, ...]:
     node that has no form)."""
     import jax  # lazy: capture loads before the job's environment is set
 
+    return _nodes(jax.tree_util.tree_structure(obj), None)
+
+
+def _nodes(treedef: Any, budget: list[int] | None) -> tuple[Node, ...]:
+    """A treedef's nodes in pre-order (``NotReplayable`` naming the node that has no form).
+    ``budget``: the parts left to a static value that holds the treedef, each node one; None
+    for an argument's own pytree (each node's data then has its own)."""
     out: list[Node] = []
-    pending: list[Any] = [jax.tree_util.tree_structure(obj)]
+    pending: list[Any] = [treedef]
     while pending:
+        if budget is not None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise NotReplayable(f"it has more than {VALUE_NODES} parts")
         treedef = pending.pop()
         data = treedef.node_data()
         children = treedef.children()
@@ -242,20 +377,20 @@ def tree(obj: Any) -> tuple[Node, ...]:
             out.append(Node(NodeKind.LEAF))
             continue
         kind, aux = data
-        out.append(_node(kind, aux, len(children)))
+        out.append(_node(kind, aux, len(children), budget))
     return tuple(out)
 
 
 _PLAIN = {type(None): NodeKind.NONE, tuple: NodeKind.TUPLE, list: NodeKind.LIST}
 
 
-def _node(kind: Any, aux: Any, arity: int) -> Node:
+def _node(kind: Any, aux: Any, arity: int, budget: list[int] | None) -> Node:
     plain = _PLAIN.get(kind)
     if plain is not None:
         return Node(plain, arity)
     if kind is dict:
         try:
-            return Node(NodeKind.DICT, arity, keys=tuple(value(key) for key in aux))
+            return Node(NodeKind.DICT, arity, keys=tuple(value(key, budget) for key in aux))
         except NotReplayable as exc:
             raise NotReplayable(f"a dict key: {exc}") from None
     name = getattr(kind, "__qualname__", repr(kind))
@@ -263,7 +398,7 @@ def _node(kind: Any, aux: Any, arity: int) -> Node:
             and aux is None:
         return Node(NodeKind.NAMEDTUPLE, arity, type=_class_ref(kind))
     try:
-        data = None if aux is None else value(aux)
+        data = None if aux is None else value(aux, budget)
     except NotReplayable as exc:
         raise NotReplayable(f"the static data of its {name} node: {exc}") from None
     return Node(NodeKind.CUSTOM, arity, type=_class_ref(kind), aux=data)
@@ -295,17 +430,7 @@ def _files(ref: str | None, arguments: list[Argument]) -> dict[str, str]:
     """The files of the user's modules the replay refers to (a script's ``__main__``, a module
     imported from a file), which a plan may have to load by path."""
     modules = {ref.partition(":")[0]} if ref else set()
-    for argument in arguments:
-        values = [argument.static] if argument.static is not None else []
-        for node in argument.tree:
-            values += [*node.keys, *([node.aux] if node.aux is not None else [])]
-            if node.type:
-                modules.add(node.type.partition(":")[0])
-        while values:
-            item = values.pop()
-            if item.kind in (ValueKind.REF, ValueKind.DATACLASS, ValueKind.NAMEDTUPLE):
-                modules.add(item.text.partition(":")[0])
-            values.extend(item.items)
+    modules |= {text.partition(":")[0] for text in references(tuple(arguments))}
     out = {}
     for name in sorted(modules):
         path = getattr(sys.modules.get(name), "__file__", None)
