@@ -1,4 +1,5 @@
-"""What the compile-cost profile (``capture.jax_cost``) adds to the miss path, in process, paired.
+"""What the compile-cost profile (``capture.jax_cost``) and the program fingerprint
+(``capture.jax.programs.fingerprint``, computed with it) add to the miss path, in process, paired.
 
     python benchmarks/compile_cost.py [--reps N] [--ratios-only]
 
@@ -7,9 +8,9 @@ and with it off (``Recorder(compile_cost=False)``), in alternating order, JAX's 
 before each: a function with a 100-step unrolled Python loop (~400 equations), one with a 4 MB
 closed-over table, and 30 small functions of new shapes. The figure is the ratio of the
 seconds with / without ("paired"; on a shared machine its spread is wide), and the ratio of the
-seconds with the profile to those seconds less the time spent inside ``jax_cost.cost_of``
-("attributed": what the profile itself costs, measured in the same run); the goal is <= 1.05
-for both (``benchmarks/run.py`` goal ``cost``).
+seconds with the profile to those seconds less the time spent inside ``jax_cost.cost_of`` and
+``fingerprint_of`` ("attributed": what the profile itself costs, measured in the same run); the
+goal is <= 1.05 for both (``benchmarks/run.py`` goal ``cost``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from recompile_cli.capture.jax.programs import cost as jax_cost
+from recompile_cli.capture.jax.programs import fingerprint as jax_fingerprint
 from recompile_cli.capture.recorder import Recorder
 
 TABLE = np.linspace(0.0, 1.0, 1024 * 1024, dtype=np.float32).reshape(1024, 1024)  # 4 MB
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--ratios-only", action="store_true")
     args = parser.parse_args()
     jax_cost.cost_of = _timed(jax_cost.cost_of)  # the recorder calls it through the module
+    jax_fingerprint.fingerprint_of = _timed(jax_fingerprint.fingerprint_of)  # and the same here
     measure(True), measure(False)  # warm up: imports, JAX's own first-time work
     paired, attributed = [], []
     for rep in range(args.reps):

@@ -441,7 +441,8 @@ def cost(quick: bool) -> list[Row]:
         raise CommandFailed(command, 0, f"no ratios printed ({error})") from None
     return [Row("cost", "miss path, compile-cost profile on / off (in process, paired)",
                 values["paired"], 1.05),
-            Row("cost", "miss path, seconds / (seconds - time inside jax_cost.cost_of)",
+            Row("cost", "miss path, seconds / (seconds - time inside jax_cost.cost_of and "
+                "the program fingerprint)",
                 values["attributed"], 1.05)]
 
 

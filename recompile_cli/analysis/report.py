@@ -2,8 +2,8 @@
 cost-ranked cause table (``CauseRow``: re-compilations, and the slow calls of
 ``analysis.slow_calls`` ranked among them by the seconds they cost), the run's ``Totals``,
 event kinds and suggestions; and, computed once on first read, the compile cost, the
-warm-up's coverage and the shape sweeps. Renderers and gates only read a report: none of them
-runs an analysis of its own.
+warm-up's coverage, the shape sweeps and the wasted compiles. Renderers and gates only read a
+report: none of them runs an analysis of its own.
 
 Pure: no printing, no JAX and no pandas; every table is built in one pass over the events, so
 that it stays linear in their number. The DataFrames of the Python API and the CSV files are
@@ -32,6 +32,7 @@ from recompile_cli.analysis.hosts.merge import explain_by_process
 from recompile_cli.analysis.slow_calls import SlowCallReport, analyse_slow_calls
 from recompile_cli.analysis.sweeps import Sweep, sweeps
 from recompile_cli.analysis.warmup.coverage import Coverage, coverage
+from recompile_cli.analysis.wasted_compiles import WastedReport, wasted_compiles
 from recompile_cli.session.locations import path_of
 from recompile_cli.session.model import (
     CacheOutcome,
@@ -185,6 +186,12 @@ class Report:
     def sweeps(self) -> tuple[Sweep, ...]:
         """The shape sweeps of the user's functions, largest first (``analysis.sweeps``)."""
         return tuple(sweeps(self.session))
+
+    @cached_property
+    def wasted_compiles(self) -> WastedReport:
+        """The compiles that repeated a program their function had compiled
+        (``analysis.wasted_compiles``)."""
+        return wasted_compiles(self.session, self.causes)
 
 
 def event_kind(event: Event) -> EventKind:

@@ -1,9 +1,9 @@
 """Per-compile enrichment: the persistent compilation cache side of a recording (the outcome and
 saved time of each backend compile, each key taken apart by ``capture.jax.programs.cache_key``)
-and each lowered program's compile-cost profile (``capture.jax.programs.cost``). Called by the
-``Recorder`` on the miss path only; never raises (errors go to ``on_error``). The cache folder is
-untrusted: a stored value that is not a number of seconds in range is skipped with a warning
-(at most ``MAX_NOTES``).
+and each lowered program's compile-cost profile (``capture.jax.programs.cost``) and fingerprint
+(``capture.jax.programs.fingerprint``). Called by the ``Recorder`` on the miss path only; never
+raises (errors go to ``on_error``). The cache folder is untrusted: a stored value that is not a
+number of seconds in range is skipped with a warning (at most ``MAX_NOTES``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from recompile_cli.capture.drafts import Draft
 from recompile_cli.capture.hosts.process import configured_cache_dir
 from recompile_cli.capture.jax.programs import cache_key
 from recompile_cli.capture.jax.programs import cost as jax_cost
+from recompile_cli.capture.jax.programs import fingerprint as jax_fingerprint
 from recompile_cli.session.model import CacheOutcome
 
 # Persistent compilation cache events (no kwargs; they fire on the compiling thread between the
@@ -134,11 +135,15 @@ class Enrichment:
 
     def cost(self, jaxpr: Any, lowering: Any) -> None:
         """Profile the program just lowered (``capture.jax.programs.cost``) into the current
-        event."""
+        event, with its fingerprint (``capture.jax.programs.fingerprint``, within the same
+        bound on the module's operations)."""
         current: Draft | None = getattr(self._local, "current", None)
         if current is None or current.jaxpr_id not in (None, id(jaxpr)) or current.event.cost:
             return
         traced = getattr(self._local, "traced_fun", None)
         fun = traced[1] if traced is not None and traced[0] == id(jaxpr) else None
         self._local.traced_fun = None  # keep no user function alive
-        current.set(cost=jax_cost.cost_of(jaxpr, lowering, fun, self._on_error))
+        cost = jax_cost.cost_of(jaxpr, lowering, fun, self._on_error)
+        current.set(cost=cost, program_fingerprint=jax_fingerprint.fingerprint_of(
+            lowering, cost.module_ops if cost else None,
+            cost.module_ops_bounded if cost else False))

@@ -1,15 +1,15 @@
 """The gate evaluator: every CI gate over analysed runs, in one place, with one result type.
 
 ``evaluate`` is used by ``profile``, ``run``, ``check`` and the pytest plugin. It applies budgets
-(``--max-compiles`` and ``--max-slow-calls`` are budgets on every user function), ``--fail-on``
-cause codes, the steady
+(``--max-compiles``, ``--max-slow-calls`` and ``--max-wasted-compiles`` are budgets on every
+user function), ``--fail-on`` cause codes, the steady
 state, no compile after a warm-up plan (``after_warmup``), a baseline (its rules:
 ``gate.against_baseline``), and counts a target that raised as an
 error, never as a pass: its run is in ``errors`` and each of its budget rows carries the error
 (``BudgetRow.status`` is ``ERROR``). A limit that has no recorded value to check for a function
 that compiled (equations without the private hooks or with a compile the cost walk missed,
 compile seconds of a forecast, a steady state with no counted call, slow calls in a run that
-could not see them) fails with a
+could not see them, wasted compiles of compiles with no program fingerprint) fails with a
 ``NOT_RECORDED`` violation that says why, never passes; ``allow_unrecorded`` (the budget key or
 ``--allow-unrecorded``) makes it a warning instead. Pure: no I/O. Each problem is a
 ``Violation`` whose message names the function, the numbers and the causes of the excess
@@ -211,9 +211,11 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         gates = run.gates
         budgets = [(budget, gates.budget_owners) for budget in gates.budgets]
         if (gates.max_compiles is not None or gates.max_slow_calls is not None
-                or gates.list_all):
+                or gates.max_wasted_compiles is not None or gates.list_all):
             budgets.append((Budget("*", max_compiles=gates.max_compiles,
-                                   max_slow_calls=gates.max_slow_calls), (Owner.USER,)))
+                                   max_slow_calls=gates.max_slow_calls,
+                                   max_wasted_compiles=gates.max_wasted_compiles),
+                            (Owner.USER,)))
         if gates.max_eager_compiles is not None:  # on lines, not functions: no rows
             found.violations += _on(run.label, check_eager_lines(
                 run.report, "*", gates.max_eager_compiles))
@@ -314,6 +316,9 @@ def check_budget(report: Report, target: str, budget: Budget,
         violations = tuple(_limits(report, budget, name, compile_seconds, members))
         if budget.max_slow_calls is not None and observable:
             violations += tuple(_slow_limit(name, groups, budget.max_slow_calls))
+        if budget.max_wasted_compiles is not None:
+            violations += tuple(_wasted_limit(report, key, name, members,
+                                              budget.max_wasted_compiles))
         missing = tuple(Violation(name, Rule.NOT_RECORDED, f"{target}: {text}",
                                   _site(compiled[0]) if compiled else None)
                         for text in _unrecorded(report, budget, name, compiled))
@@ -381,6 +386,26 @@ def _slow_limit(name: str, groups: list[SlowGroup], limit: int) -> Iterable[Viol
         locations.relative(groups[0].line or groups[0].call_site))
 
 
+def _wasted_limit(report: Report, key: str, name: str, events: list[Event], limit: int
+                  ) -> Iterable[Violation]:
+    """A function's wasted compiles (programs it had compiled already, compiled again) beyond
+    ``limit``: the groups that cost most, each with its reason and fix; annotated at the call
+    of the first of them."""
+    groups = [g for g in report.wasted_compiles.groups if g.key == key]
+    wasted = sum(g.compiles for g in groups)
+    if wasted <= limit:
+        return
+    seconds = math.fsum(g.seconds for g in groups)
+    shown = "; ".join(g.why + (f" (fix: {g.fix})" if g.fix else "") for g in groups[:3])
+    more = f"; ... {len(groups) - 3} more" if len(groups) > 3 else ""
+    first = min(seq for g in groups for seq in g.events)
+    event = next((e for e in events if e.seq == first), None)
+    yield Violation(name, Rule.MAX_WASTED_COMPILES, (
+        f"{name}: {counted(wasted, 'wasted compile')} (a program it had compiled already, "
+        f"compiled again), budget {limit}, {seconds:.3f} s in all: {shown}{more}."),
+        _site(event) if event is not None else None)
+
+
 def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
                 ) -> Iterable[str]:
     """Why each limit of ``budget`` that needs a recorded value cannot be checked on the
@@ -395,6 +420,16 @@ def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
                 "a compile that was not lowered through jit's hooked path, or a compile-cost "
                 "walk that failed: see the report's warnings")
             yield (f"{where} max_equations, but this run recorded no equations for "
+                   f"{_of(lacking, compiled)}{name} ({why}); {ALLOW_UNRECORDED}")
+    if budget.max_wasted_compiles is not None:
+        lacking = [e for e in compiled if e.program_fingerprint is None]
+        if lacking:
+            public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
+            why = NEEDS_PRIVATE_HOOKS if public else (
+                "a program too large to fingerprint within the compile-cost bound, a compile "
+                "that was not lowered through jit's hooked path, or a session saved before "
+                "programs were fingerprinted")
+            yield (f"{where} max_wasted_compiles, but this run has no program fingerprint for "
                    f"{_of(lacking, compiled)}{name} ({why}); {ALLOW_UNRECORDED}")
     if budget.max_compile_seconds is not None:
         lacking = [e for e in compiled if not e.compile_seconds and e.compile_start_seconds is None]

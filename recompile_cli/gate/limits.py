@@ -107,6 +107,12 @@ LIMITS = (
           flag_help="Gate: exit 1 if code not yours (eager operations such as x[mask] outside "
           "jit, libraries' jitted functions) compiles more than N times at any one line of "
           "yours."),
+    Limit("max_wasted_compiles", Kind.COUNT, "the most wasted compiles (a program the function "
+          "had already compiled, compiled again) of each matching function (needs the private "
+          "hooks)", flag="--max-wasted-compiles", commands=RECORDING_COMMANDS,
+          flag_help="Gate: exit 1 if any of your functions compiles a program it had already "
+          "compiled (a static field the program never reads, a function made anew) more than "
+          "N times."),
 )
 BUDGET_KEYS = tuple(limit.key for limit in LIMITS if limit.per_function)
 
@@ -161,6 +167,7 @@ class Budget:
     allow_unrecorded: bool = False
     max_slow_calls: int | None = None
     max_eager_compiles: int | None = None
+    max_wasted_compiles: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +196,7 @@ class Gates:
     allow_unrecorded: bool = False
     max_slow_calls: int | None = None
     max_eager_compiles: int | None = None
+    max_wasted_compiles: int | None = None
 
     @property
     def any(self) -> bool:

@@ -1,6 +1,8 @@
 """The JSON report (``schema_version`` 1): the saved session (``session.codec``) plus the
 analysis: totals, functions, cause_table, each event's kind, cause and causes, suggestions,
-compile_cost and slow_calls (``render.sections.slow_calls``).
+compile_cost, slow_calls (``render.sections.slow_calls``), eager_lines and wasted_compiles
+(``render.sections.wasted_compiles``); each event's ``same_program_as`` (the earlier compile
+whose program it compiled again, else null).
 One field per line and one event per line; NaN and infinities are written as ``null``.
 
 Each event is the saved session's event with ``kind``, ``cause`` and ``causes`` appended: the
@@ -16,7 +18,13 @@ from typing import Any
 import msgspec
 
 from recompile_cli.analysis.report import Report, event_kind
-from recompile_cli.render.sections import compile_cost, eager_lines, slow_calls, warmup_coverage
+from recompile_cli.render.sections import (
+    compile_cost,
+    eager_lines,
+    slow_calls,
+    warmup_coverage,
+    wasted_compiles,
+)
 from recompile_cli.session import codec
 from recompile_cli.session.model import Event
 
@@ -52,6 +60,7 @@ def _fields(report: Report, events: list[msgspec.Raw]) -> dict[str, Any]:
     fields["compile_cost"] = compile_cost.json_section(report)  # added in 0.3: after the rest
     fields["slow_calls"] = slow_calls.json_section(report)  # added in 0.4
     fields["eager_lines"] = eager_lines.json_section(report)  # added in 0.5
+    fields["wasted_compiles"] = wasted_compiles.json_section(report)  # added in 0.6
     section = warmup_coverage.json_section(report)
     if section is not None:  # a run after a warm-up plan
         fields["warmup_coverage"] = section
@@ -69,5 +78,7 @@ def _event(report: Report, event: Event) -> msgspec.Raw:
     cost = event.cost
     analysis = codec.encode({"kind": event_kind(event), "cause": causes[0], "causes": causes,
                              "equations": cost.equations if cost else None,
-                             "constants_bytes": cost.constants_bytes if cost else None})
+                             "constants_bytes": cost.constants_bytes if cost else None,
+                             "same_program_as": report.wasted_compiles.same_program_as.get(
+                                 event.seq)})
     return msgspec.Raw(codec.encode_event(event)[:-1] + b"," + analysis[1:])

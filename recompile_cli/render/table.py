@@ -23,6 +23,7 @@ from recompile_cli.render.sections import (
     eager_lines,
     slow_calls,
     warmup_coverage,
+    wasted_compiles,
 )
 from recompile_cli.render.sections.headline import headline
 from recompile_cli.session.locations import display as location
@@ -71,6 +72,9 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
         head = [line + "  " for line in head]  # Markdown line breaks
     lines = _prose(head, fits)
     lines += _cause_table(report, style, fits)
+    lines += wasted_compiles.text_section(
+        report, show_all, style.heading, style.bullet, style.text, style.prose,
+        lambda table: _table(table, style, fits), lambda text: _prose(text, fits))
     lines += slow_calls.text_section(
         report, show_all, style.heading, style.bullet, style.text, style.prose,
         lambda table: _table(table, style, fits), lambda text: _prose(text, fits))

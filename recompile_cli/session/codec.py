@@ -56,6 +56,7 @@ def text(value: Any) -> str:
 _UNSET_PROCESS = b',"process":null}'
 _UNSET_REPLAY = b',"replay":null}'  # before ``process``: an event without a replay omits it
 _UNSET_CALLBACK = b',"host_callback":null}'  # before ``process``: left out where unset
+_UNSET_PROGRAM = b',"program_fingerprint":null}'  # before ``host_callback``: the same
 _UNSET_HOST = b',"process_index":null,"process_count":null,"host":null}'
 
 
@@ -70,9 +71,11 @@ _NO_SYMBOLIC = b',"symbolic":[]}'
 
 
 def encode_event(event: Event) -> bytes:
-    """One event as compact JSON, without ``process``, ``host_callback`` and ``replay`` when
-    they are not set, and without the ``symbolic`` of leaves that have none."""
+    """One event as compact JSON, without ``process``, ``host_callback``,
+    ``program_fingerprint`` and ``replay`` when they are not set, and without the ``symbolic``
+    of leaves that have none."""
     data = _trimmed(_trimmed(_ENCODER.encode(event), _UNSET_PROCESS), _UNSET_CALLBACK)
+    data = _trimmed(data, _UNSET_PROGRAM)
     return _trimmed(data, _UNSET_REPLAY).replace(_NO_SYMBOLIC, b"}")
 
 

@@ -314,6 +314,9 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
     flatten: FlattenCost | None = None  # what each call of this signature flattens (traces)
+    # the compiled program's fingerprint (``capture.jax.programs.fingerprint``): equal for two
+    # compiles of the same program for the same devices; None where unknown (private hooks only)
+    program_fingerprint: str | None = None
     # JAX's or a library's top-level miss made by user code that runs inside a host callback:
     # that callback's API (``jax.debug.callback``), where the stack told (private hooks only)
     host_callback: str | None = None

@@ -123,7 +123,8 @@ def test_json_report_events_are_the_saved_session_events_plus_their_analysis(lar
     saved = json.loads(json.dumps(session_to_dict(report.session)["events"]))
     assert len(written) == len(saved) == len(report.session.events) > 0
     for line, event in zip(written, saved, strict=True):
-        analysis = ("kind", "cause", "causes", "equations", "constants_bytes")
+        analysis = ("kind", "cause", "causes", "equations", "constants_bytes",
+                    "same_program_as")
         assert {k: v for k, v in line.items() if k not in analysis} == event
         cost = event.get("cost") or {}
         assert line["equations"] == cost.get("equations")

@@ -25,7 +25,7 @@ from recompile_cli.render.escape import html_prose, is_missing
 from recompile_cli.render.fit import drop_empty
 from recompile_cli.render.html import charts
 from recompile_cli.render.html.timeline import timeline
-from recompile_cli.render.sections import compile_cost, eager_lines, slow_calls
+from recompile_cli.render.sections import compile_cost, eager_lines, slow_calls, wasted_compiles
 from recompile_cli.render.sections.headline import headline
 from recompile_cli.render.table import (
     SAY_NOTHING_AT_ZERO,
@@ -116,6 +116,7 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
         '<ul class="headline">' + "".join(
             f"<li>{escape(line)}</li>" for line in [
                 *top.functions, *([top.yours] if top.yours else []),
+                *([top.wasted] if top.wasted else []),
                 *([top.slow] if top.slow else []), *top.storms]) + "</ul>",
         f'<p class="env">{escape(top.others + "; " if top.others else "")}'
         f"{escape(top.overall)}</p>",
@@ -125,6 +126,8 @@ def _report(report: Report, show_all: bool, violations: Sequence[Violation],
                                         lambda table, name: _table(table, name, escape))
     sections += eager_lines.html_section(report, show_all, escape,
                                          lambda table, name: _table(table, name, escape))
+    sections += wasted_compiles.html_section(report, show_all, escape, prose,
+                                             lambda table, name: _table(table, name, escape))
     sections += merged.html_sections(session, escape)  # a merged session: per process
     sections += _pictures(report)
     sections.append(_folded("Timeline", timeline(report, show_all), None, "timeline-section"))

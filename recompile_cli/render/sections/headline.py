@@ -1,7 +1,8 @@
 """The opening of every human report (terminal, Markdown, the HTML page and the notebook's
 inline report): what a public-only recording cannot tell, when it is one; your functions first,
 one line each (``train_step: 2 compiles, 1 re-compile (shape)``), then what JAX's and
-libraries' own functions compiled, then the run's totals.
+libraries' own functions compiled, then the run's totals; a verdict line when your functions
+compiled a program they already had (``render.sections.wasted_compiles``).
 
 A first compile is called a first compile and never counts as a re-compile (``Tally``
 draws the line). The lines are plain text quoting values from the session; each format makes
@@ -18,6 +19,7 @@ from recompile_cli.analysis.report import FunctionRow, OwnerTotals, Report, Tall
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import verdict
 from recompile_cli.render.sections.eager_lines import storm_lines
+from recompile_cli.render.sections.wasted_compiles import verdict as wasted_verdict
 from recompile_cli.session.model import CauseCode, HookMode, Owner, function_key
 
 LISTED = 5  # functions of yours with a line of their own; the rest are summed up in one
@@ -36,12 +38,14 @@ class Headline:
     mode: str | None = None  # public-only: what the report cannot tell, said before anything
     slow: str | None = None  # your slow calls, or that they could not be seen
     storms: tuple[str, ...] = ()  # lines of yours where code not yours compiles again and again
+    wasted: str | None = None  # compiles of yours that compiled a program they already had
 
     @property
     def lines(self) -> list[str]:
         return [*([self.mode] if self.mode else []), *self.functions,
-                *([self.yours] if self.yours else []), *([self.slow] if self.slow else []),
-                *self.storms, *([self.others] if self.others else []), self.overall]
+                *([self.yours] if self.yours else []), *([self.wasted] if self.wasted else []),
+                *([self.slow] if self.slow else []), *self.storms,
+                *([self.others] if self.others else []), self.overall]
 
 
 def headline(report: Report) -> Headline:
@@ -63,7 +67,7 @@ def headline(report: Report) -> Headline:
     yours = _yours(user) if user is not None and len(busy) > 1 else None
     return Headline(functions, yours, _others(report.functions), _overall(report),
                     public_only_note(report), verdict(report.slow_calls),
-                    tuple(storm_lines(report.eager_lines)))
+                    tuple(storm_lines(report.eager_lines)), wasted_verdict(report))
 
 
 def public_only_note(report: Report) -> str | None:
