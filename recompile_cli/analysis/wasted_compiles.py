@@ -172,7 +172,9 @@ def _group(group: tuple[str, int | None, CauseCode, str | None],
     key, process, code, argument = group
     function, defined_at, owner = who
     seconds = _sum(costs)
-    why, fix = explain(code, argument, len(events), seconds)
+    found = events[0].signature.static_classes.get(argument or "") if events[0].signature else None
+    why, fix = explain(code, argument, len(events), seconds,
+                       by_identity=found is not None and (found.function or found.identity))
     return WastedGroup(key, function, defined_at, owner, code, argument, len(events), seconds,
                        tuple(e.seq for e in events), same[events[0].seq], why, fix, process)
 
@@ -232,12 +234,18 @@ def _split(text: str) -> list[str]:
     return [part for part in parts if part.strip()]
 
 
-def explain(code: CauseCode, argument: str | None, compiles: int, seconds: float
-            ) -> tuple[str, str]:
-    """Why ``compiles`` compiles of a function bought nothing, and the fix for ``code``."""
+def explain(code: CauseCode, argument: str | None, compiles: int, seconds: float,
+            by_identity: bool = False) -> tuple[str, str]:
+    """Why ``compiles`` compiles of a function bought nothing, and the fix for ``code``
+    (``by_identity``: the static value is a function or an object compared by identity)."""
     paid = f"{counted(compiles, 'compile')} bought nothing ({seconds:.3f} s)"
     shown = f"`{argument}`" if argument else "an argument"
     root = argument.split(".")[0].split("[")[0] if argument else None
+    if code == CauseCode.STATIC_VALUE and by_identity:
+        return (f"{shown} is static and compared by identity: each new object (a function or "
+                f"an object made again per call) compiled the same program again: {paid}",
+                f"make `{root or 'it'}` once, outside the loop or the calling function, and "
+                "pass that same object every call")
     if code == CauseCode.STATIC_VALUE:
         if argument and "." in argument:
             field = argument.split(", ")[0].split(".", 1)[1]

@@ -198,3 +198,31 @@ def test_public_only_says_why_none_can_be_told(cli, tmp_path):
     assert result.exit_code == 0
     assert "private hooks" in _wasted(report)["note"]
     assert all("program_fingerprint" not in e for e in report["events"])
+
+
+POLICIES = """
+import functools
+import jax, jax.numpy as jnp
+
+@functools.partial(jax.jit, static_argnums=1)
+def step(x, policy):
+    return jax.checkpoint(lambda y: jnp.sin(y) * 2, policy=policy)(x)
+
+for _ in range(3):  # a library's factory called per step: a new function object each time
+    policy = jax.checkpoint_policies.save_from_both_policies(
+        jax.checkpoint_policies.nothing_saveable, jax.checkpoint_policies.everything_saveable)
+    step(jnp.ones(3), policy)
+"""
+
+
+@requires_private_hooks
+def test_a_static_compared_by_identity_is_made_once_not_taken_out_of_the_key(
+        cli, program, tmp_path):
+    """A function passed as a static (a checkpoint policy) must stay static: the fix for the
+    same program compiled again is to make it once, not to stop passing it as static."""
+    result, report = cli.json("run", program("policies", POLICIES), tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    (group,) = _wasted(report)["groups"]
+    assert (group["argument"], group["compiles"]) == ("policy", 2)
+    assert "compared by identity" in group["why"]
+    assert group["fix"].startswith("make `policy` once") and "static_arg" not in group["fix"]
