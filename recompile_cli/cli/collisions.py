@@ -2,7 +2,8 @@
 outputs on one file, or an output that is an input (the script, a spec, a session, a baseline, a
 plan), is a ``RecompileError`` (exit 2) naming both uses, so nothing is run and nothing replaced.
 Files are the same when they are one file once links, ``/dev/stdout`` and ``/proc/self/fd/N``
-are followed (device and inode), or, not yet made, one path. An output that is this process's
+are followed (device and inode), or, not yet made, one path; a character device (``/dev/null``,
+a terminal) takes any number of outputs. An output that is this process's
 stdout is allowed once: the caller writes it through stdout and prints the report elsewhere.
 Never writes anything.
 """
@@ -10,6 +11,7 @@ Never writes anything.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +42,14 @@ def identity(path: Path) -> tuple[object, ...]:
         return (os.path.realpath(path),)
 
 
+def _shareable(path: Path) -> bool:
+    """A character device (``/dev/null``, a terminal): any number of outputs may go there."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def stdout_identity() -> tuple[object, ...] | None:
     """The file this process's stdout is (None when it has none)."""
     try:
@@ -61,7 +71,7 @@ def check(uses: Iterable[Use], report_on_stdout: bool = False) -> str | None:
             continue
         key = identity(use.path)
         other = seen.get(key)
-        if other is not None and (use.writes or other.writes):
+        if other is not None and (use.writes or other.writes) and not _shareable(use.path):
             raise RecompileError(_same(use, other))
         seen.setdefault(key, use)
         if use.writes and key == stdout:

@@ -132,7 +132,7 @@ def test_usage_lines_name_the_arguments(cli):
     assert cli("merge", "-h").output.startswith("Usage: recompile-cli merge [OPTIONS] REPORT...")
     assert cli("diff", "-h").output.startswith("Usage: recompile-cli diff [OPTIONS] OLD NEW")
     assert cli("run", "-h").output.startswith(
-        "Usage: recompile-cli run [OPTIONS] SCRIPT [SCRIPT_ARGS...]")
+        "Usage: recompile-cli run [OPTIONS] [SCRIPT] [SCRIPT_ARGS...]")  # or -m MODULE
     assert "--max-compiles N" in cli("run", "-h").output
 
 

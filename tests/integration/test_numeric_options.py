@@ -15,6 +15,7 @@ import typer
 
 from recompile_cli import ranges
 from recompile_cli.cli.app import app
+from recompile_cli.gate.limits import LIMITS, Kind
 
 PROGRAM = """
 from pathlib import Path
@@ -25,8 +26,10 @@ def f():
 """
 HOSTILE = ["inf", "-inf", "nan", "1e309", "-1", "1" + "0" * 400, "abc", ""]
 # just past each option's range (a new numeric option must say where its range ends)
-ABOVE = {"--max-compiles": ranges.MAX_COUNT + 1, "--max-slow-calls": ranges.MAX_COUNT + 1,
-         "--max-eager-compiles": ranges.MAX_COUNT + 1, "--max-calls": ranges.MAX_CALLS + 1,
+# (every gate limit's count flag from its one declaration, gate.limits.LIMITS)
+ABOVE = {**{limit.flag: ranges.MAX_COUNT + 1 for limit in LIMITS
+            if limit.flag and limit.kind == Kind.COUNT},
+         "--max-calls": ranges.MAX_CALLS + 1,
          "--max-array-bytes": ranges.MAX_BYTES + 1, "--fail-on-compile-regression": 1e7,
          "--host-timeout": 86401, "--timeout": 30 * 86400 + 1,
          "--warmup-parallel": ranges.MAX_THREADS + 1}
