@@ -96,7 +96,18 @@ def masked(text: str) -> str:
         if start and set(line) <= {"-", " "} and "--" in line and "seconds" in lines[start - 1]:
             end = next((i for i in range(start + 1, len(lines)) if not lines[i]), len(lines))
             lines[start + 1:end] = sorted(lines[start + 1:end])
+    # the headline's functions of equal re-compiles come in order of compile seconds
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and _HEADLINE_FUNCTION.match(lines[end]):
+            end += 1
+        lines[start:end] = sorted(lines[start:end])
+        start = end + 1
     return "\n".join(lines)
+
+
+_HEADLINE_FUNCTION = re.compile(r"^[\w.<>\[\]]+: \d+ compiles?, (\d+ re-compiles? \(|no re-compile)")
 
 
 def update(paths: list[Path], outputs: dict[str, str], check: bool) -> list[str]:

@@ -112,6 +112,11 @@ def test_masking_hides_only_timings_and_versions() -> None:
     assert update_docs.masked(ranked) == update_docs.masked(swapped)
     assert update_docs.masked(ranked.replace("seconds", "calls")) != update_docs.masked(
         swapped.replace("seconds", "calls"))
+    # the headline's functions of equal re-compiles come in order of their compile seconds
+    head = "f: 1 compile, no re-compile\ng: 1 compile, no re-compile\nyours: 2 compiles"
+    other = "g: 1 compile, no re-compile\nf: 1 compile, no re-compile\nyours: 2 compiles"
+    assert update_docs.masked(head) == update_docs.masked(other)
+    assert update_docs.masked(head) != update_docs.masked(head.replace("g: 1", "g: 2"))
 
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
