@@ -2,7 +2,8 @@
 ``pytest --recompile``.
 
 Registered through the ``pytest11`` entry point. A marked test, or one using the fixture, starts
-from clean JAX caches and is recorded with the Python API (``recompile_cli.record``); a broken
+from clean JAX caches and is recorded with the Python API (``recompile_cli.record``), a marked
+one from its setup (its own fixtures; a shared fixture's setup is paused); a broken
 budget fails the test with the same message as ``recompile-cli``'s gates (function, counts,
 causes with the argument diff), from the same gate evaluator. With ``--recompile`` (or the ini
 key ``recompile = true``, or ``--recompile-save`` / ``--recompile-compare``) every test is
@@ -13,8 +14,9 @@ that are recorded; ``api.suite`` only when the suite-wide mode is on.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 MARKER = "max_compiles"
 SUITE: pytest.StashKey[Suite] = pytest.StashKey()  # the suite-wide mode's state, when on
+# a recorded test's recording, from its setup (its function-scoped fixtures) to its call
+RECORDING: pytest.StashKey[Recompiles] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,6 +83,11 @@ class Recompiles:
         self._recording = Recording(name)
         self._recording.__enter__()
 
+    def paused(self) -> Any:
+        """A context in which nothing is recorded (a fixture shared by several tests)."""
+        recorder = self._recording._recorder
+        return recorder.paused() if recorder is not None else contextlib.nullcontext()
+
     def stop(self) -> bool:
         """End the recording; False when the test removed its listeners (it went blind)."""
         listening = self._recording.listening()
@@ -128,9 +137,47 @@ _BLIND = ("recompile-cli: the test removed recompile-cli's jax.monitoring listen
 @pytest.fixture
 def recompiles(request: pytest.FixtureRequest) -> Iterator[Recompiles]:
     """Records the test (from clean JAX caches); assert on ``compiles()``, ``causes()``..."""
-    recording = Recompiles(request.node.nodeid)
+    started = request.node.stash.get(RECORDING, None)  # a marked or suite-wide test's
+    recording = started if started is not None else Recompiles(request.node.nodeid)
     yield recording
-    recording.stop()
+    if started is None:
+        recording.stop()
+
+
+def _recorded(item: pytest.Item) -> bool:
+    return (item.get_closest_marker(MARKER) is not None
+            or item.config.stash.get(SUITE, None) is not None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """A recorded test's recording starts before its fixtures are set up: what its own
+    (function-scoped) fixtures compile is the test's."""
+    if _recorded(item):
+        item.stash[RECORDING] = Recompiles(item.nodeid)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fixture shared by several tests (module, class, package or session scope) is set up
+    unrecorded: it would count in whichever test came first."""
+    item = getattr(request, "_pyfuncitem", request.node)  # the test (its node: the module...)
+    recording = item.stash.get(RECORDING, None) if fixturedef.scope != "function" else None
+    if recording is None:
+        return (yield)
+    with recording.paused():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """A recording whose test never reached its call (a fixture raised) is stopped."""
+    recording = item.stash.get(RECORDING, None)
+    if recording is not None:
+        recording.stop()
+        del item.stash[RECORDING]
+    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -154,12 +201,17 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         usage = f"@pytest.mark.{MARKER}: {exc}"
     if usage is not None:  # a usage message, not a traceback into the plugin
         pytest.fail(f"recompile-cli: {usage}", pytrace=False)
+    started = item.stash.get(RECORDING, None)  # since the test's setup
     shared = getattr(item, "funcargs", {}).get("recompiles")
-    recording = shared if isinstance(shared, Recompiles) else Recompiles(item.nodeid)
+    if started is not None:
+        recording = started
+    else:
+        recording = shared if isinstance(shared, Recompiles) else Recompiles(item.nodeid)
     try:
         result = yield
     finally:
-        listening = recording.stop() if recording is not shared else recording.listening()
+        listening = (recording.stop() if recording is not shared or started is not None
+                     else recording.listening())
         grown = suite.measured(item, recording.report, listening) if suite is not None else []
     messages = list(grown)
     if marker is not None:

@@ -87,3 +87,45 @@ def test_negative_limit():
     assert "max_compiles='two' is not a limit" in output
     assert "train_step=-1 is not a limit" in output
     assert result.ret != 0 and "passed" not in result.stdout.lines[-1]
+
+
+FIXTURE_COMPILES = """
+import jax, jax.numpy as jnp
+import pytest
+
+@jax.jit
+def step(x):
+    return x * 2
+
+@pytest.fixture
+def warm():  # the test's own fixture: what it compiles is the test's
+    step(jnp.ones(3))
+
+@pytest.fixture(scope="module")
+def shared():  # set up once for the module's tests: counted in none of them
+    step(jnp.ones(5))
+
+@pytest.mark.max_compiles(1)
+def test_own_fixture_counts(warm):
+    step(jnp.ones(4))
+
+@pytest.mark.max_compiles(1)
+def test_shared_fixture_does_not(shared):
+    step(jnp.ones(4))
+
+@pytest.mark.max_compiles(2)
+def test_own_fixture_with_the_recompiles_fixture(warm, recompiles):
+    step(jnp.ones(4))
+    assert recompiles.compiles("step") == 2
+"""
+
+
+def test_compiles_in_a_tests_own_fixture_count_and_a_shared_fixtures_do_not(pytester):
+    """Issue 44: compiles in a fixture's setup were not counted: a test whose fixture compiled
+    passed a budget that its whole run broke."""
+    pytester.makepyfile(test_fixture_compiles=FIXTURE_COMPILES)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert "test_own_fixture_counts" in out and "step: 2 compiles, budget 1" in out
+    assert "FAILED test_fixture_compiles.py::test_shared_fixture_does_not" not in out
