@@ -84,7 +84,8 @@ def main() -> None:
     parser.add_argument("--ratios-only", action="store_true",
                         help="print only the JSON list of per-repetition ratios")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
+    # inside this repository: a plan runs only files inside the recorded program's project
+    with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as folder:
         module = make_plan(Path(folder), args.signatures)
         warm_up = module.warm_up  # type: ignore[attr-defined]
         timed(warm_up, None)  # a first warm-up of JAX itself, not measured
