@@ -107,7 +107,8 @@ def masked(text: str) -> str:
     return "\n".join(lines)
 
 
-_HEADLINE_FUNCTION = re.compile(r"^[\w.<>\[\]]+: \d+ compiles?, (\d+ re-compiles? \(|no re-compile)")
+_HEADLINE_FUNCTION = re.compile(
+    r"^[\w.<>\[\]]+: \d+ compiles?, (\d+ re-compiles? \(|no re-compile)")
 
 
 def update(paths: list[Path], outputs: dict[str, str], check: bool) -> list[str]:
