@@ -33,6 +33,7 @@ from recompile_cli.capture.jax.arguments import refusals
 from recompile_cli.capture.jax.arguments.signatures import LowerInfo, TraceInfo
 from recompile_cli.capture.slow_groups import SlowCallLog
 from recompile_cli.capture.stale import StaleWatch
+from recompile_cli.capture.stale_statics import StaticWatch
 from recompile_cli.exits import ExitCode
 from recompile_cli.session.events_log import EventLog
 from recompile_cli.session.locations import path_of
@@ -47,6 +48,7 @@ from recompile_cli.session.model import (
     Signature,
     SlowCalls,
     SlowCallWatch,
+    function_key,
 )
 from recompile_cli.session.warmup import Warmup
 
@@ -119,6 +121,7 @@ class Recorder:
         self._call_of: str | None = None
         self._paused = False
         self._stale = StaleWatch()
+        self.statics = StaticWatch()  # stale statics: traces, and counted calls when counting
         self._warmup: Warmup | None = None
         self._raises = raised.RaiseWatch(self.refused)  # calls JAX refused, caught or not (3.12+)
         self._refusals: dict[int, BaseException] = {}  # the exceptions recorded as refusals
@@ -260,6 +263,14 @@ class Recorder:
         wall = self._wall if final else time.perf_counter() - self._t0
         stale = self._stale.captures(self._on_internal_error)
         warnings = list(self._warnings)
+        statics = self.statics.findings()
+        if final and self.statics.partial and not self.statics.counting and not statics:
+            shown = ", ".join(f"`{param}` of {name} ({kind})"
+                              for (name, param), kind in self.statics.partial.items())
+            warnings.append(f"stale statics: {shown} compare equal by part of their state; a "
+                            "cache hit that reuses an executable compiled for other values "
+                            "runs no code of recompile-cli's: run with --count-calls to see "
+                            "every reuse")
         with self._lock:
             drafts = sorted(self._drafts, key=lambda d: d.event.start_seconds)
         return Session(
@@ -267,7 +278,7 @@ class Recorder:
             target=self.target, events=tuple(d.frozen(i) for i, d in enumerate(drafts)),
             wall_seconds=wall, base_context=dict(self._base_context), calls=dict(self.calls),
             warnings=tuple(warnings), stale_captures=tuple(stale),
-            target_exception=self.failure, warmup=self._warmup,
+            target_exception=self.failure, warmup=self._warmup, stale_statics=tuple(statics),
             slow_calls=self._slow.snapshot() if self._slow is not None else (),
             slow_call_watch=self._slow_watch)
 
@@ -323,6 +334,15 @@ class Recorder:
                 self._refused(refusals.refusal(exc, frame, offset), exc)
         except Exception as error:
             self._on_internal_error(error)
+
+    def static_call(self, key: str, values: dict[str, Any]) -> None:
+        """A counted call of the function ``key`` that traced nothing, with these statics:
+        compared with what its equal statics were traced with (``stale_statics``)."""
+        parsed = FunctionKey.parse(key)
+        try:
+            self.statics.called(key, parsed.name, parsed.defined_at, values)
+        except Exception as exc:
+            self._on_internal_error(exc)
 
     def refused_call(self, exc: BaseException, callee: Any, args: list[Any],
                      kwargs: dict[str, Any]) -> None:
@@ -432,6 +452,12 @@ class Recorder:
         draft.jaxpr_id = info.jaxpr_id
         if error is None and stack.owner_of(path_of(info.defined_at)) == Owner.USER:
             self._stale.add(info.name, info.defined_at, info.fun, info.host_code)  # yours
+            if info.static_values:
+                try:
+                    self.statics.traced(function_key(info.name, info.defined_at), info.name,
+                                        info.defined_at, info.fun, info.static_values)
+                except Exception as exc:
+                    self._on_internal_error(exc)
         if info.error is None and info.jaxpr_id is not None and self._slow is not None:
             self._slow.note_trace(info.jaxpr_id, info.fun,  # for naming its slow calls
                                   (info.name, info.defined_at, draft.event.owner))

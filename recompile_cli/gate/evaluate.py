@@ -33,6 +33,7 @@ from recompile_cli.analysis.messages import advice, causes_text, describe
 from recompile_cli.analysis.report import Report
 from recompile_cli.analysis.shorten import counted
 from recompile_cli.analysis.slow_calls import SlowGroup
+from recompile_cli.analysis.stale_statics import stale_static_text
 from recompile_cli.analysis.warmup.plan import signature_label
 from recompile_cli.gate.against_baseline import NEEDS_PRIVATE_HOOKS, compare_baseline
 from recompile_cli.gate.baseline import Baseline
@@ -211,10 +212,12 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
         gates = run.gates
         budgets = [(budget, gates.budget_owners) for budget in gates.budgets]
         if (gates.max_compiles is not None or gates.max_slow_calls is not None
-                or gates.max_wasted_compiles is not None or gates.list_all):
+                or gates.max_wasted_compiles is not None or gates.list_all
+                or gates.max_stale_statics is not None):
             budgets.append((Budget("*", max_compiles=gates.max_compiles,
                                    max_slow_calls=gates.max_slow_calls,
-                                   max_wasted_compiles=gates.max_wasted_compiles),
+                                   max_wasted_compiles=gates.max_wasted_compiles,
+                                   max_stale_statics=gates.max_stale_statics),
                             (Owner.USER,)))
         if gates.max_eager_compiles is not None:  # on lines, not functions: no rows
             found.violations += _on(run.label, check_eager_lines(
@@ -319,6 +322,9 @@ def check_budget(report: Report, target: str, budget: Budget,
         if budget.max_wasted_compiles is not None:
             violations += tuple(_wasted_limit(report, key, name, members,
                                               budget.max_wasted_compiles))
+        if budget.max_stale_statics is not None:
+            violations += tuple(_stale_statics_limit(report, key, name,
+                                                     budget.max_stale_statics))
         missing = tuple(Violation(name, Rule.NOT_RECORDED, f"{target}: {text}",
                                   _site(compiled[0]) if compiled else None)
                         for text in _unrecorded(report, budget, name, compiled))
@@ -404,6 +410,20 @@ def _wasted_limit(report: Report, key: str, name: str, events: list[Event], limi
         f"{name}: {counted(wasted, 'wasted compile')} (a program it had compiled already, "
         f"compiled again), budget {limit}, {seconds:.3f} s in all: {shown}{more}."),
         _site(event) if event is not None else None)
+
+
+def _stale_statics_limit(report: Report, key: str, name: str, limit: int
+                         ) -> Iterable[Violation]:
+    """A function's stale statics (equal to the one an executable was compiled for, with
+    other state) beyond ``limit``, each with the fields that differed."""
+    found = [s for s in report.session.stale_statics
+             if function_key(s.function, s.defined_at) == key]
+    if len(found) <= limit:
+        return
+    shown = " ".join(stale_static_text(s) for s in found[:3])
+    yield Violation(name, Rule.MAX_STALE_STATICS, (
+        f"{name}: {counted(len(found), 'stale static')} (an executable compiled for other "
+        f"values), budget {limit}: {shown}"), locations.relative(found[0].defined_at))
 
 
 def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]

@@ -113,6 +113,13 @@ LIMITS = (
           flag_help="Gate: exit 1 if any of your functions compiles a program it had already "
           "compiled (a static field the program never reads, a function made anew) more than "
           "N times."),
+    Limit("max_stale_statics", Kind.COUNT, "the most static arguments of each matching "
+          "function seen equal to the one an executable was compiled for while their state "
+          "differs (every reuse only with --count-calls)", flag="--max-stale-statics",
+          commands=RECORDING_COMMANDS,
+          flag_help="Gate: exit 1 if more than N static arguments of any of your functions "
+          "ran an executable compiled for other values (equal by __eq__, other state); "
+          "--count-calls sees every reuse."),
 )
 BUDGET_KEYS = tuple(limit.key for limit in LIMITS if limit.per_function)
 
@@ -168,6 +175,7 @@ class Budget:
     max_slow_calls: int | None = None
     max_eager_compiles: int | None = None
     max_wasted_compiles: int | None = None
+    max_stale_statics: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +205,7 @@ class Gates:
     max_slow_calls: int | None = None
     max_eager_compiles: int | None = None
     max_wasted_compiles: int | None = None
+    max_stale_statics: int | None = None
 
     @property
     def any(self) -> bool:

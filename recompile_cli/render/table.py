@@ -16,6 +16,7 @@ from typing import Any
 
 from recompile_cli.analysis.report import FunctionRow, Report, RowKind
 from recompile_cli.analysis.shorten import counted
+from recompile_cli.analysis.stale_statics import stale_static_text
 from recompile_cli.render import escape, fit
 from recompile_cli.render.sections import (
     cache_keys,
@@ -110,7 +111,8 @@ def warnings(report: Report) -> list[tuple[str, bool]]:
         (f"stale capture: {s.function} reads {s.scope} `{s.variable}`, traced as "
          f"{s.traced_value} but now {s.current_value}; the compiled {s.function} still uses "
          f"{s.traced_value}. Pass it as an argument (static if it changes the program).", True)
-        for s in report.session.stale_captures]
+        for s in report.session.stale_captures] + [
+        (stale_static_text(s), True) for s in report.session.stale_statics]
 
 
 def _prose(lines: list[str], width: int | None) -> list[str]:

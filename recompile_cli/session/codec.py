@@ -26,6 +26,7 @@ from recompile_cli.session.model import (
     SlowCalls,
     SlowCallWatch,
     StaleCapture,
+    StaleStatic,
 )
 from recompile_cli.session.warmup import Warmup
 
@@ -121,6 +122,7 @@ class SessionDocument(msgspec.Struct, kw_only=True):
     calls: dict[str, Count] = msgspec.field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     stale_captures: tuple[StaleCapture, ...] = ()
+    stale_statics: tuple[StaleStatic, ...] = ()
     processes: tuple[ProcessRecord, ...] = ()
     warmup: Warmup | None = None
     slow_call_groups: tuple[SlowCalls, ...] = ()  # (the JSON report's slow_calls is analysis)
@@ -130,7 +132,7 @@ class SessionDocument(msgspec.Struct, kw_only=True):
         return Session(environment=self.environment, target=self.target, events=self.events,
                        wall_seconds=self.totals.wall_seconds, base_context=self.base_context,
                        calls=self.calls, warnings=self.warnings,
-                       stale_captures=self.stale_captures,
+                       stale_captures=self.stale_captures, stale_statics=self.stale_statics,
                        target_exception=self.target_exception, processes=self.processes,
                        warmup=self.warmup, slow_calls=self.slow_call_groups,
                        slow_call_watch=self.slow_call_watch)
@@ -151,6 +153,8 @@ def session_fields(session: Session, events: list[msgspec.Raw] | None = None
         "stale_captures": session.stale_captures, "warnings": session.warnings,
         "calls": session.calls, "base_context": session.base_context,
     }
+    if session.stale_statics:  # added with stale statics: only where there are any
+        fields["stale_statics"] = session.stale_statics
     if session.processes:
         fields["processes"] = session.processes
     if session.warmup is not None:
@@ -289,6 +293,7 @@ class LogEnd(msgspec.Struct, tag_field="type", tag="end", kw_only=True):
     warnings: tuple[str, ...]
     stale_captures: tuple[StaleCapture, ...]
     target_exception: str | None
+    stale_statics: tuple[StaleStatic, ...] = ()
     environment: Environment | None = None
     interrupted: int | None = None  # the exit code of the signal that stopped it (130, 143)
     traceback: str | None = None  # the user's traceback of the target's first exception

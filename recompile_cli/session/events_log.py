@@ -74,6 +74,7 @@ class EventLog:
         record = codec.LogEnd(
             wall_seconds=session.wall_seconds, calls=session.calls, warnings=session.warnings,
             stale_captures=session.stale_captures, target_exception=session.target_exception,
+            stale_statics=session.stale_statics,
             environment=session.environment, interrupted=interrupted, traceback=traceback,
             events=events, slow_call_watch=session.slow_call_watch)
         if self._file is not None:
@@ -356,6 +357,7 @@ class LogReader:
         return msgspec.structs.replace(
             session, wall_seconds=end.wall_seconds, calls=end.calls,
             warnings=(*end.warnings, *skipped), stale_captures=end.stale_captures,
+            stale_statics=end.stale_statics,
             target_exception=end.target_exception,
             environment=end.environment or header.environment)
 

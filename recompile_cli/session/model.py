@@ -9,6 +9,7 @@ data trees, no cycles). Copy one with a change with ``msgspec.structs.replace``.
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 import msgspec
 from msgspec import field
@@ -351,6 +352,33 @@ class StaleCapture(msgspec.Struct, frozen=True, gc=False):
     current_value: str
 
 
+class StaticDifference(msgspec.Struct, frozen=True, gc=False):
+    """One field of a stale static: its path (``cfg.dropout``), the value the executable was
+    compiled for, and the value it ran (or was traced again) with."""
+
+    path: str
+    compiled: str
+    called: str
+
+
+class StaleStatic(msgspec.Struct, frozen=True, gc=False):
+    """A static argument equal (``__hash__``/``__eq__``) to the one an executable of
+    ``function`` was compiled for while its state differs (``capture.stale_statics``): the
+    cached executable runs with the old values. ``seen``: ``call`` when a counted call reused
+    the executable (``--count-calls``), ``trace`` when a later trace of the function met the
+    equal value with the other state; ``compares`` what the type's equality looks at;
+    ``seen_times`` how often it was seen."""
+
+    function: str
+    defined_at: str | None
+    argument: str
+    type: str
+    differences: tuple[StaticDifference, ...]
+    compares: str
+    seen: Literal["call", "trace"]
+    seen_times: Count = 1
+
+
 class SlowCalls(msgspec.Struct, frozen=True, gc=False):
     """The slow calls of one function with one signature for one reason: calls that JAX
     dispatched in Python without tracing, lowering or compiling (``SlowReason``).
@@ -439,6 +467,7 @@ class Session(msgspec.Struct, frozen=True, gc=False):
     warmup: Warmup | None = None  # the warm-up plan that ran before the workload, if any
     slow_calls: tuple[SlowCalls, ...] = ()  # the slow-call groups, in the order first seen
     slow_call_watch: SlowCallWatch | None = None  # None: recorded before slow calls were watched
+    stale_statics: tuple[StaleStatic, ...] = ()  # statics equal to, but other than, compiled ones
 
 
 class Outcome(msgspec.Struct, frozen=True, gc=False):

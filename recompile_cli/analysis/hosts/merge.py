@@ -31,6 +31,7 @@ from recompile_cli.session.model import (
     Session,
     SlowCallWatch,
     StaleCapture,
+    StaleStatic,
 )
 
 
@@ -105,7 +106,7 @@ def split(session: Session, source: str) -> list[tuple[str, Session]]:
             calls=dict(record.calls), target_exception=record.target_exception,
             warnings=tuple(w.removeprefix(prefix) for w in session.warnings
                            if w.startswith(prefix)),
-            stale_captures=session.stale_captures,
+            stale_captures=session.stale_captures, stale_statics=session.stale_statics,
             slow_calls=tuple(msgspec.structs.replace(g, process=None) for g in session.slow_calls
                              if g.process == record.index),
             slow_call_watch=session.slow_call_watch)))
@@ -255,6 +256,10 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
     for part in parts:
         for capture in part.session.stale_captures:
             stale.setdefault((capture.function, capture.defined_at, capture.variable), capture)
+    statics: dict[tuple[str, str | None, str], StaleStatic] = {}
+    for part in parts:
+        for found in part.session.stale_statics:
+            statics.setdefault((found.function, found.defined_at, found.argument), found)
     return Session(
         environment=msgspec.structs.replace(first.environment, process_index=None, host=None,
                                         process_count=count or len(parts)),
@@ -264,7 +269,7 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
         base_context=dict(first.base_context), calls=calls,
         warnings=tuple([*notes, *(f"process {p.index}: {w}" for p in parts
                                   for w in p.session.warnings)]),
-        stale_captures=tuple(stale.values()),
+        stale_captures=tuple(stale.values()), stale_statics=tuple(statics.values()),
         target_exception="; ".join(failures) or None,
         slow_calls=tuple(msgspec.structs.replace(g, process=p.index) for p in parts
                          for g in p.session.slow_calls),

@@ -221,7 +221,9 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
     first = Path(os.getcwd()) if options.module else script.parent
     with _script_globals(script, script_args, first), _recording(label, options) as recorder:
         counter = CallCounter(lambda key, index: recorder.set_call(index, None, key),
-                              recorder.calls, recorder.refused_call)
+                              recorder.calls, recorder.refused_call,
+                              (recorder.static_call, recorder.statics.traces))
+        recorder.statics.counting = options.count_calls
         try:
             with exit_handlers.captured() as handlers, (
                     counter if options.count_calls else contextlib.nullcontext()):

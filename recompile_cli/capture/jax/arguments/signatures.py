@@ -149,6 +149,7 @@ class TraceInfo:
     host_code: Callable[[], frozenset[types.CodeType]] = frozenset
     flatten: FlattenCost | None = None  # what each call of this signature flattens (top level)
     started: float | None = None  # time.perf_counter() when the trace began
+    static_values: dict[str, Any] = field(default_factory=dict)  # the statics, by parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +225,7 @@ def trace_info(fun: Any, ji: Any, dbg: Any, avals: Sequence[Any], args: tuple[An
             names, avals, args, kwargs, static_nums, static_names),
         replay=_symbolic(_replay(fun, ji, args, kwargs, params, static_nums, static_names),
                          leaves) if depth == 0 and error is None else None,
-        host_code=functools.partial(callbacks.host_code, jaxpr))
+        host_code=functools.partial(callbacks.host_code, jaxpr), static_values=static_values)
 
 
 def is_eager_primitive(fun: Any) -> bool:
