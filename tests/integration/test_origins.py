@@ -5,6 +5,7 @@ after the function it wraps, and a new function object is blamed on the line tha
 
 from __future__ import annotations
 
+import functools
 import sys
 import textwrap
 
@@ -236,7 +237,8 @@ def test_a_new_function_object_is_blamed_on_the_line_that_made_it(record):
 def test_a_librarys_closure_is_named_by_the_factory_the_user_called():
     """Issue 43: ``jax.checkpoint_policies.save_from_both_policies(...)`` showed as ``policy
     (ad_checkpoint.py:174)``, a name the user never wrote; the user's own closures keep their
-    name and place."""
+    name and place. (``functools.lru_cache(maxsize=1)`` makes such a closure on every Python
+    and JAX; JAX 0.12 returns one of the two policies itself for that call.)"""
     import jax
 
     from recompile_cli.capture.code.function_names import function_name
@@ -244,7 +246,9 @@ def test_a_librarys_closure_is_named_by_the_factory_the_user_called():
     policies = jax.checkpoint_policies
     made = policies.save_from_both_policies(policies.nothing_saveable,
                                             policies.everything_saveable)
-    assert function_name(made) == "save_from_both_policies(...)"
+    if "<locals>" in made.__qualname__:  # JAX 0.10: a closure of the factory
+        assert function_name(made) == "save_from_both_policies(...)"
+    assert function_name(functools.lru_cache(maxsize=1)) == "lru_cache(...)"
 
     def factory():
         def inner(x):

@@ -134,7 +134,9 @@ def test_a_compile_in_an_exit_handler_is_recorded_and_gated(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr  # finished; the gate failed
     assert proc.stdout.count("handler ran 9") == 1, proc.stdout  # once
     assert "step: 2 compiles, budget 1" in proc.stdout
-    assert "f32[3] -> f32[9] (prog.py:" in proc.stdout and "(at_the_end)" in proc.stdout
+    assert "(at_the_end)" in proc.stdout  # where it compiled, in the handler
+    if "hook mode public-only" not in proc.stdout:  # old JAX records no signature
+        assert "f32[3] -> f32[9] (prog.py:" in proc.stdout
     assert "Exception ignored in atexit callback: <function failing" in proc.stderr
     assert "ValueError: handler failed" in proc.stderr and "exit_handlers.py" not in proc.stderr
     sites = [e.call_site or "" for e in load_session(tmp_path / "s.json").events
