@@ -457,6 +457,15 @@ def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
             yield (f"{where} max_compile_seconds, but this run measured no compile seconds "
                    f"for {_of(lacking, compiled)}{name} (a forecast compiles nothing); "
                    f"{ALLOW_UNRECORDED}")
+    if budget.max_stale_statics is not None and compiled:
+        public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
+        key = function_key(compiled[0].function, compiled[0].defined_at)
+        if public or key not in report.session.calls:
+            why = (NEEDS_PRIVATE_HOOKS if public else "a cached call runs none of the tool's "
+                   "code, so a stale static is seen at every call only when calls are counted: "
+                   "run with --count-calls")
+            yield (f"{where} max_stale_statics, but this run did not watch the calls of "
+                   f"{name} ({why}); {ALLOW_UNRECORDED}")
 
 
 def _of(lacking: list[Event], compiled: list[Event]) -> str:

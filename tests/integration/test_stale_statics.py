@@ -146,3 +146,9 @@ step(x, Config("a", 0.5))
     assert "max_stale_statics" in failed.output or "stale static" in failed.output
     passed = cli("run", "--count-calls", "--max-stale-statics", "1", str(path))
     assert passed.exit_code == 0, passed.output
+    # without counted calls the gate has nothing to check: it fails, never passes blind
+    blind = cli("run", "--max-stale-statics", "1", str(path))
+    assert blind.exit_code == 1 and "not_recorded" in blind.output, blind.output
+    assert "--count-calls" in blind.output
+    allowed = cli("run", "--allow-unrecorded", "--max-stale-statics", "1", str(path))
+    assert allowed.exit_code == 0, allowed.output
