@@ -435,20 +435,18 @@ def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
     if budget.max_equations is not None:
         lacking = [e for e in compiled if e.cost is None]
         if lacking:
-            public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
-            why = NEEDS_PRIVATE_HOOKS if public else (
-                "a compile that was not lowered through jit's hooked path, or a compile-cost "
-                "walk that failed: see the report's warnings")
+            why = _unless_public(report, "a compile that was not lowered through jit's hooked "
+                                 "path, or a compile-cost walk that failed: see the report's "
+                                 "warnings")
             yield (f"{where} max_equations, but this run recorded no equations for "
                    f"{_of(lacking, compiled)}{name} ({why}); {ALLOW_UNRECORDED}")
     if budget.max_wasted_compiles is not None:
         lacking = [e for e in compiled if e.program_fingerprint is None]
         if lacking:
-            public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
-            why = NEEDS_PRIVATE_HOOKS if public else (
-                "a program too large to fingerprint within the compile-cost bound, a compile "
-                "that was not lowered through jit's hooked path, or a session saved before "
-                "programs were fingerprinted")
+            why = _unless_public(report, "a program too large to fingerprint within the "
+                                 "compile-cost bound, a compile that was not lowered through "
+                                 "jit's hooked path, or a session saved before programs were "
+                                 "fingerprinted")
             yield (f"{where} max_wasted_compiles, but this run has no program fingerprint for "
                    f"{_of(lacking, compiled)}{name} ({why}); {ALLOW_UNRECORDED}")
     if budget.max_compile_seconds is not None:
@@ -458,14 +456,22 @@ def _unrecorded(report: Report, budget: Budget, name: str, compiled: list[Event]
                    f"for {_of(lacking, compiled)}{name} (a forecast compiles nothing); "
                    f"{ALLOW_UNRECORDED}")
     if budget.max_stale_statics is not None and compiled:
-        public = report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
         key = function_key(compiled[0].function, compiled[0].defined_at)
-        if public or key not in report.session.calls:
-            why = (NEEDS_PRIVATE_HOOKS if public else "a cached call runs none of the tool's "
-                   "code, so a stale static is seen at every call only when calls are counted: "
-                   "run with --count-calls")
+        if _public(report) or key not in report.session.calls:
+            why = _unless_public(report, "a cached call runs none of the tool's code, so a "
+                                 "stale static is seen at every call only when calls are "
+                                 "counted: run with --count-calls")
             yield (f"{where} max_stale_statics, but this run did not watch the calls of "
                    f"{name} ({why}); {ALLOW_UNRECORDED}")
+
+
+def _public(report: Report) -> bool:
+    return report.session.environment.hook_mode == HookMode.PUBLIC_ONLY
+
+
+def _unless_public(report: Report, reason: str) -> str:
+    """Why a value was not recorded: the public-only hook mode, else ``reason``."""
+    return NEEDS_PRIVATE_HOOKS if _public(report) else reason
 
 
 def _of(lacking: list[Event], compiled: list[Event]) -> str:

@@ -45,7 +45,6 @@ jf(jnp.ones((16, 8)))
 """
 
 
-@pytest.mark.measured_process
 def test_symbolic_dimensions_are_recorded_by_their_expression(cli, program, tmp_path):
     report = _recorded(cli, program, tmp_path, "symbolic", SYMBOLIC)
     exported, concrete = user_events(report, "f")
