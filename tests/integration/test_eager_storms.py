@@ -84,6 +84,40 @@ def test_a_closure_made_each_call_storms_with_the_jit_advice_not_the_mask_fix(
     assert "a new function each call" in result.stdout.replace("\n  ", " ")
 
 
+SWEEP = """
+import jax, jax.numpy as jnp
+
+def run_opt(x0, scale):
+    def step(x):  # a new closure for each problem, as optax's L-BFGS example makes
+        return x * scale
+    return jax.lax.while_loop(lambda x: jnp.sum(x) < 100.0, step, x0)  # solve-line
+
+for size in (4, 8, 16, 32, 64, 128):  # a sweep: each setting is another problem
+    print(run_opt(jnp.ones(size), 1.5).sum())
+"""
+
+
+@requires_private_hooks
+def test_one_solver_run_per_setting_is_a_sweep_without_the_jit_advice(
+        cli, program, tmp_path, monkeypatch):
+    # optax's L-BFGS example: an eager `lax.while_loop` per memory size, each compile for other
+    # inputs. Jitting `run_opt` would compile one program per setting all the same, so the
+    # line gets no fix, and it is never "each operation once".
+    from recompile_cli.analysis.advice import eager
+
+    monkeypatch.setattr(eager, "ONE_TIME_SECONDS", 0.0)
+    monkeypatch.setattr(eager, "ONE_TIME_SHARE", 0.0)
+    prog = program("sweep", SWEEP)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    line = at(report, prog, line_of(prog, "# solve-line"))
+    assert line["compiles"] == 6 and line["storm"] is False
+    assert [op["name"] for op in line["ops"]] == ["while"]
+    assert suggestion_for(report, line) is None
+    assert "eager storm" not in result.stdout
+    assert not [s for s in report["suggestions"] if line["line"] in s["message"]]
+
+
 MODEL_GRAD = """
 import equinox as eqx
 import jax

@@ -11,6 +11,9 @@ why the line compiles, in words, and its fix, by the change that repeats and whe
   - the same inputs with a new function each call (``NEW_FUNCTION``: a closure made anew, as an
     optimizer's eager ``update`` makes its loop bodies): jit the step that holds the line, or
     create the function once outside the loop.
+* A line whose compiles are one operation's, each for other inputs (``_sweep``: a solver's loop
+  run once per setting): each setting compiles once, as it should; no advice (jitting the
+  call would compile one program per setting all the same).
 * A line that compiles many operations once each: a one-time cost. Advised only for a line of
   several compiles (several operations, or one per layer shape) that is a large share of the
   run's compile time, or for the lines of one function that draw a model's initial values
@@ -112,7 +115,7 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
             return ("build the model under `jax.jit` to compile it as one program (Flax NNX: "
                     "`nnx.jit` of a function that makes it; Linen: `jax.jit(model.init)`), or "
                     "accept the one-time cost")
-        if _library(line) is None:
+        if _library(line) is None and not _sweep(line):
             return ("run it under `jax.jit` (Equinox: `eqx.filter_jit`) to compile it as one "
                     "program instead of one per operation, or accept the one-time cost")
     return None
@@ -150,6 +153,14 @@ def model_build_text(lines: tuple[EagerLine, ...]) -> str:
             "the model under `jax.jit` to compile it as one program (Flax NNX: `nnx.jit` of a "
             "function that makes it; Linen: `jax.jit(model.init)`; by hand: one jitted "
             "`init(key)` that returns every layer's parameters), or accept the one-time cost")
+
+
+def _sweep(line: EagerLine) -> bool:
+    """Whether the line's compiles are one operation's, each for other inputs (a solver's loop
+    run for each setting of a sweep): jitting the call merges no operations, so it saves
+    nothing. Not a model's initial values drawn one operation per layer shape: jitting the
+    build does make those one program."""
+    return len(line.ops) == 1 and line.compiles > 1 and not _initialises(line)
 
 
 def _line_number(text: str) -> int:
