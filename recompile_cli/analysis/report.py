@@ -233,9 +233,17 @@ def build_report(session: Session) -> Report:
 def _eager_suggestions(eager: EagerReport, compile_seconds: float) -> list[Suggestion]:
     """One suggestion per line of yours whose compiles of code not yours have a fix."""
     out = []
+    grouped = eager_advice.callback_storms(eager.lines)
+    for lines in grouped:
+        again = sum(line.storm_again for line in lines)
+        out.append(Suggestion(
+            lines[0].line, SuggestionCode.EAGER_COMPILES,
+            eager_advice.callback_storm_text(lines) + ".",
+            predicted_compiles=sum(line.compiles for line in lines) - again))
+    advised = {line.line for lines in grouped for line in lines}
     for line in eager.lines:
         fix = eager_advice.fix(line, compile_seconds)
-        if fix is not None:
+        if fix is not None and line.line not in advised:
             out.append(Suggestion(
                 line.line, SuggestionCode.EAGER_COMPILES,
                 f"{eager_advice.why(line)}. Fix: {fix}.",

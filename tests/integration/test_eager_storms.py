@@ -252,3 +252,50 @@ def test_one_operation_per_layer_shape_is_a_model_build_not_a_storm(
     assert line["storm"] is False and line["compiles"] >= 8
     (advice,) = [s["message"] for s in report["suggestions"] if s["function"] == line["line"]]
     assert "build the model under `jax.jit`" in advice
+
+
+PPO_CALLBACK = """
+import jax, jax.numpy as jnp
+
+
+def log(info):  # purejaxrl's PPO logs finished episodes so, inside jax.debug.callback
+    returns = info["returns"][info["done"]]  # returns-line
+    steps = info["steps"][info["done"]] * 4  # steps-line
+    for t in range(len(steps)):
+        pass
+
+
+@jax.jit
+def update(i):
+    done = jnp.arange(32) < i + 3  # a new count of finished episodes each update
+    info = {"returns": jnp.arange(32.0) * i, "steps": jnp.arange(32) + i, "done": done}
+    jax.debug.callback(log, info)
+    return i + 1
+
+
+i = jnp.int32(0)
+for _ in range(14):
+    i = update(i)
+jax.effects_barrier()
+"""
+
+
+@requires_private_hooks
+def test_the_mask_lines_of_one_callback_are_advised_once_with_the_whole_saving(
+        cli, program, tmp_path):
+    prog = program("ppo_callback", PPO_CALLBACK)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = [at(report, prog, line_of(prog, marker)) for marker in ("# returns-line",
+                                                                     "# steps-line")]
+    assert all(line["storm"] and line["host_callback"] == "jax.debug.callback"
+               for line in lines)
+    advice = [s for s in report["suggestions"] if s["code"] == "eager_compiles"]
+    (one,) = advice  # one fix at the callback's top, not one per line
+    first, last = line_of(prog, "# returns-line"), line_of(prog, "# steps-line")
+    assert one["function"] == lines[0]["line"]
+    assert f"lines {first}-{last} of log" in one["message"]
+    again = sum(sum(op["new_sizes"] for op in line["ops"] if op["code"] == "shape" and
+                    op["repeats"] >= 10) for line in lines)
+    assert f"saves about {again} compiles" in one["message"] and again >= 20
+    assert one["predicted_compiles"] == sum(line["compiles"] for line in lines) - again

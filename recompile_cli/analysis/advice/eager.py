@@ -11,6 +11,8 @@ why the line compiles, in words, and its fix, by the change that repeats and whe
   - the same inputs with a new function each call (``NEW_FUNCTION``: a closure made anew, as an
     optimizer's eager ``update`` makes its loop bodies): jit the step that holds the line, or
     create the function once outside the loop.
+  Several storming lines of one host callback's function are advised as one
+  (``callback_storms``): their fix is made once, at the callback's top.
 * A line whose compiles are one operation's, each for other inputs (``_sweep``: a solver's loop
   run once per setting): each setting compiles once, as it should; no advice (jitting the
   call would compile one program per setting all the same).
@@ -119,6 +121,38 @@ def fix(line: EagerLine, compile_seconds: float) -> str | None:
             return ("run it under `jax.jit` (Equinox: `eqx.filter_jit`) to compile it as one "
                     "program instead of one per operation, or accept the one-time cost")
     return None
+
+
+def callback_storms(lines: tuple[EagerLine, ...]) -> list[tuple[EagerLine, ...]]:
+    """The storming lines of one host callback's function (several lines of PPO's logging
+    callback that index by a mask), where there are several: their one fix is the same, made
+    once at the callback's top, so they are advised as one."""
+    by_scope: dict[tuple[str, str | None, str], list[EagerLine]] = {}
+    for line in lines:
+        where = parse(line.line)
+        if (where is not None and line.storm and line.host_callback is not None
+                and _storms(line, CauseCode.SHAPE)):
+            by_scope.setdefault((where.path, where.function, line.host_callback),
+                                []).append(line)
+    return [tuple(sorted(members, key=lambda line: _line_number(line.line)))
+            for members in by_scope.values() if len(members) > 1]
+
+
+def callback_storm_text(lines: tuple[EagerLine, ...]) -> str:
+    """The suggestion for the storming lines of one host callback: why and the fix, once."""
+    first, last = parse(lines[0].line), parse(lines[-1].line)
+    assert first is not None and last is not None
+    ops = tuple(op for line in lines for op in _storms(line, CauseCode.SHAPE))
+    again = sum(line.storm_again for line in lines)
+    seconds = math.fsum(line.storm_again_seconds for line in lines)
+    compiles = sum(line.compiles for line in lines)
+    return (f"lines {first.line}-{last.line} of {first.function or '<module>'}, inside "
+            f"`{lines[0].host_callback}`: {_names(ops)} compiled again for new sizes of the same "
+            f"inputs, {counted(again, 'time')} in {counted(compiles, 'compile')} (a shape that "
+            "depends on the values: boolean-mask indexing `x[mask]` of the callback's "
+            "arguments). Fix: convert the callback's arguments to NumPy at its top "
+            "(`x = jax.tree.map(np.asarray, x)` for each argument `x`); NumPy operations compile nothing "
+            f"(saves about {counted(again, 'compile')}, {seconds:.3f} s)")
 
 
 def model_builds(lines: tuple[EagerLine, ...], compile_seconds: float
