@@ -13,7 +13,9 @@ argument, the descriptions each equal value was traced with:
 * under ``--count-calls`` (``capture.counting``), after each counted call that traced nothing,
   a value whose description differs from every description its equal value was traced with
   ran an executable compiled for other values (``seen="call"``). Only counting sees a cache hit:
-  without it no code of ours runs on one.
+  without it no code of ours runs on one. Such a call traced nothing, so JAX did find a key
+  equal to the value: the object it was compiled for changed in place counts too, even where
+  its hash changed with its state (``_Equal.matches``: what JAX versions do differs there).
 
 A difference is reported only where the traced code may read it: a field whose name no code
 reachable from the traced function loads (its own code, the functions it names, the static's
@@ -119,16 +121,34 @@ class _Equal:
             self.ref = functools.partial(lambda v: v, value)
         self.snapshots = [snapshot]
 
-    def matches(self, value: Any, value_hash: int) -> bool:
-        if type(value) is not self.type or value_hash != self.hash:
+    def matches(self, value: Any, value_hash: int, reused: bool = False) -> bool:
+        """Whether JAX finds ``value`` equal to the key it compiled for: the same type, hash
+        and ``==``. ``reused``: a call that traced nothing, so JAX did find a key equal to it;
+        JAX's key holds the earlier object itself, and JAX 0.10.2 finds that object equal to
+        itself once changed in place even where its hash changed with its state (and a new
+        object equal to its new state), where JAX 0.12.1 traces again: the same object, or
+        the earlier object's hash now, then match too. At a trace, only the hash it was
+        traced with counts (whether JAX would reuse is not known there)."""
+        if type(value) is not self.type:
             return False
         earlier = self.ref()
         if earlier is None:
             return False
+        if earlier is value and (reused or value_hash == self.hash):
+            return True
         try:
-            return earlier is value or bool(earlier == value)
+            if value_hash != self.hash and not (reused and value_hash == hash(earlier)):
+                return False
+            return bool(earlier == value)
         except Exception:
             return False
+
+    def changed_in_place(self, value: Any) -> bool:
+        """Whether the object JAX compiled for was changed in place since its trace: it is
+        ``value`` itself, or its state is no longer what it was traced with."""
+        earlier = self.ref()
+        return earlier is value or (earlier is not None
+                                    and describe(earlier) != self.snapshots[0])
 
 
 class _Table:
@@ -183,7 +203,7 @@ class StaticWatch:
                 continue
             if snapshot not in entry.snapshots:
                 self._note(key, name, defined_at, param, value, table, entry.snapshots[0],
-                           snapshot, "trace")
+                           snapshot, "trace", entry.changed_in_place(value))
                 entry.snapshots.append(snapshot)
                 del entry.snapshots[1:-SNAPSHOTS]
 
@@ -197,17 +217,18 @@ class StaticWatch:
                 continue
             value_hash = _hash(value)
             entry = next((e for e in reversed(table.entries)
-                          if value_hash is not None and e.matches(value, value_hash)), None)
+                          if value_hash is not None and e.matches(value, value_hash, True)),
+                         None)
             if entry is None:
                 continue
             snapshot = describe(value)
             if snapshot is not None and snapshot not in entry.snapshots:
                 self._note(key, name, defined_at, param, value, table, entry.snapshots[0],
-                           snapshot, "call")
+                           snapshot, "call", entry.changed_in_place(value))
 
     def _note(self, key: str, name: str, defined_at: str | None, param: str, value: Any,
               table: _Table, then: Description, now: Description,
-              seen: Literal["call", "trace"]) -> None:
+              seen: Literal["call", "trace"], in_place: bool = False) -> None:
         paths = sorted(set(then) | set(now), key=lambda p: (p.count("."), p))
         differs = [p for p in paths if then.get(p, (None,))[0] != now.get(p, (None,))[0]]
         reads = reads_of(table.fun(), type(value))
@@ -225,7 +246,7 @@ class StaticWatch:
                 return
             self._found[(key, param)] = StaleStatic(
                 name, defined_at, param, _type_name(type(value)), differences,
-                compares(type(value), [p.split(".")[0] for p in differs]), seen)
+                compares(type(value), [p.split(".")[0] for p in differs], in_place), seen)
 
     def findings(self) -> list[StaleStatic]:
         with self._lock:
@@ -245,13 +266,19 @@ def _type_name(kind: type) -> str:
     return name if isinstance(name, str) else str(kind)
 
 
-def compares(kind: type, differing: list[str]) -> str:
+def compares(kind: type, differing: list[str], in_place: bool = False) -> str:
     """What ``kind``'s equality looks at, as the warning says it: "`Config.__eq__` compares
-    `name` only", "`Model` compares by identity (changed in place)"."""
+    `name` only", "`Model` compares by identity (changed in place)"; ``in_place``: the value is
+    the object the executable was compiled for, changed in place since."""
     name = _type_name(kind)
     eq = getattr(kind, "__eq__", None)
     if eq is object.__eq__:
         return f"`{name}` compares by identity, so the same object changed in place is equal"
+    if in_place:
+        return (f"the `{name}` object the executable was compiled for was changed in place "
+                "after the compile: JAX's cache holds that object, so it finds it equal to "
+                "itself and to any value equal to its new state, whatever `__eq__` and "
+                "`__hash__` compare")
     if dataclasses.is_dataclass(kind) and "__eq__" in kind.__dict__:
         compared = [f.name for f in dataclasses.fields(kind) if f.compare]
         if len(compared) < len(dataclasses.fields(kind)):
@@ -272,11 +299,16 @@ def compares(kind: type, differing: list[str]) -> str:
 
 
 def compares_part(kind: type, snapshot: Description) -> bool:
-    """Whether ``kind``'s equality may leave out some of the described state (identity, a
-    dataclass field with compare=False, an ``__eq__`` that loads fewer fields)."""
+    """Whether ``kind``'s equality leaves out some of the described state (a dataclass field
+    with compare=False, an ``__eq__`` that loads fewer fields): the run's hint that only
+    ``--count-calls`` would see a stale reuse. Not identity: a static ``self`` compared by
+    identity is JAX's own recipe for jitting a method (purejaxrl's environment wrappers, every
+    ``partial(jax.jit, static_argnums=0)`` method), stale only if changed in place, which
+    ``--count-calls`` and a later trace still catch; a hint on each such program says
+    nothing of it."""
     eq = getattr(kind, "__eq__", None)
     if eq is object.__eq__:
-        return True
+        return False
     if dataclasses.is_dataclass(kind) and "__eq__" in kind.__dict__:
         return not all(f.compare for f in dataclasses.fields(kind))
     code = getattr(eq, "__code__", None)

@@ -47,11 +47,13 @@ def merge(
         "(every event tagged with its process), to render with `recompile-cli report` or merge "
         "again.")] = None,
     fail_on_divergence: Annotated[bool, typer.Option(
-        "--fail-on-divergence", help="Gate: exit 1 when processes compile differently.")
+        "--fail-on-divergence", help="Gate: exit 1 when processes compile differently (the "
+        "same signature lowered to different programs included).")
     ] = False,
 ) -> None:
     """Merge the reports of the processes of one multi-process JAX job and show where they
-    compile differently (compile counts, signatures, causes), call by call."""
+    compile differently (compile counts, signatures, causes, the same signature lowered to
+    different programs), call by call."""
     # the analysis, its renderers and the session reader only for this command (--help light)
     from recompile_cli.analysis.hosts.divergence import compare
     from recompile_cli.analysis.hosts.merge import merge_reports

@@ -154,6 +154,12 @@ def _divergence(d: Divergence, show: Callable[[Any], str], markdown: bool) -> li
     lines += [f"{indent}{show(diff.argument)}: "
               f"{_grouped({k: list(v) for k, v in diff.values.items()}, show)}"
               for diff in d.differences]
+    deeper = "    - " if markdown else "      "
+    for program in d.programs:
+        lines.append(f"{indent}the same signature ({show(program.signature)}) lowered to "
+                     "different programs: "
+                     f"{_grouped({k: list(v) for k, v in program.programs.items()}, show)}")
+        lines += [f"{deeper}{show(why)}" for why in program.differs]
     return lines
 
 
@@ -190,7 +196,10 @@ def to_dict(merged: Merged, comparison: Comparison) -> dict[str, Any]:
                          "calls": {str(i): n for i, n in d.calls.items()},
                          "differences": [{"argument": x.argument,
                                           "values": {k: list(v) for k, v in x.values.items()}}
-                                         for x in d.differences]}
+                                         for x in d.differences],
+                         "programs": [{"signature": x.signature,
+                                       "programs": {k: list(v) for k, v in x.programs.items()},
+                                       "differs": list(x.differs)} for x in d.programs]}
                         for d in comparison.divergences],
         "slow_calls": _slow_calls(merged),
         "notes": list(merged.notes),

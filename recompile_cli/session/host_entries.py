@@ -8,7 +8,7 @@ codec). ``analysis.hosts.mismatch`` compares entries. Nothing here imports JAX.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 from msgspec.structs import replace
@@ -23,7 +23,10 @@ class Entry:
     (``seq``, 0-based), the function, and what decides the program: ``digest`` of the signature
     (argument values as the jit cache keys on them) and ``fingerprint`` of the lowering (the
     digest and the lowering-key changes of a compile without re-trace). ``signature`` and
-    ``lowering`` are kept to name the first difference."""
+    ``lowering`` are kept to name the first difference. ``program``: the module part of the
+    program fingerprint (the program as JAX lowered it; "" where unknown), and ``context`` the
+    process's tracing context at its start (JAX's configuration), to name what made the same
+    arguments lower to different programs."""
 
     process: int
     seq: int
@@ -33,26 +36,34 @@ class Entry:
     fingerprint: str = ""
     signature: Signature | None = None
     lowering: tuple[Change, ...] | None = None
+    program: str = ""
+    context: dict[str, str] = field(default_factory=dict)
 
     def same_program(self, other: Entry) -> bool:
+        """The same function, arguments and lowering, and the same program where both know
+        it."""
         return (self.function, self.digest, self.fingerprint) == (
-            other.function, other.digest, other.fingerprint)
+            other.function, other.digest, other.fingerprint) and (
+            not self.program or not other.program or self.program == other.program)
 
 
 def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
-def entry_of(event: Event, process: int, seq: int) -> Entry:
-    """The entry of a compiled event. What only identifies an object of this process (the
-    function object's number, where it was made) is left out of the digest and of the entry."""
+def entry_of(event: Event, process: int, seq: int,
+             context: dict[str, str] | None = None) -> Entry:
+    """The entry of a compiled event (``context``: the process's tracing context at its start).
+    What only identifies an object of this process (the function object's number, where it was
+    made) is left out of the digest and of the entry."""
     signature = event.signature
     if signature is not None:
         signature = replace(signature, function_id=0, created_at=None)
     digest = _hash(encode([event.function, signature]))
     fingerprint = _hash(encode([digest, event.lowering_changes]))
+    program = (event.program_fingerprint or "").partition("/")  # MODULE/TARGET
     return Entry(process, seq, event.function, event.defined_at, digest, fingerprint, signature,
-                 event.lowering_changes)
+                 event.lowering_changes, program[0] if program[1] else "", dict(context or {}))
 
 
 def encode_entry(entry: Entry) -> str:

@@ -126,7 +126,10 @@ class StaticClass(msgspec.Struct, frozen=True, gc=False):
     equal to this one (``==``, same hash) but of another type (``2`` and ``np.int64(2)``,
     ``Mode.TRAIN`` and ``'train'``), which JAX tells apart by type alone; ``convert`` is then
     the callable that gives them one type (``int``, ``Mode``). ``function``: the value is a
-    function, shown by its name (``jax.nn.gelu``)."""
+    function, shown by its name (``jax.nn.gelu``). ``ordinal``: how many earlier classes of
+    the argument print the same (0: none); ``telling``: the value part by part, one
+    ``path<TAB>description`` line each (``capture.jax.arguments.telling``), what tells apart
+    values that print alike."""
 
     number: int
     type: str = ""
@@ -134,6 +137,8 @@ class StaticClass(msgspec.Struct, frozen=True, gc=False):
     equal_to: tuple[int, ...] = ()
     convert: str = ""
     function: bool = False
+    ordinal: int = 0
+    telling: str = ""
 
 
 class Signature(msgspec.Struct, frozen=True, gc=False):
@@ -315,8 +320,9 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     cost: CompileCost | None = None  # what the compiled program holds (private hooks only)
     replay: Replay | None = None  # how to make this call again ahead of time (private hooks)
     flatten: FlattenCost | None = None  # what each call of this signature flattens (traces)
-    # the compiled program's fingerprint (``capture.jax.programs.fingerprint``): equal for two
-    # compiles of the same program for the same devices; None where unknown (private hooks only)
+    # the compiled program's fingerprint (``capture.jax.programs.fingerprint``, ``MODULE/TARGET``):
+    # equal for two compiles of the same program for the same devices; None where unknown
+    # (private hooks only)
     program_fingerprint: str | None = None
     # JAX's or a library's top-level miss made by user code that runs inside a host callback:
     # that callback's API (``jax.debug.callback``), where the stack told (private hooks only)
@@ -448,6 +454,9 @@ class ProcessRecord(msgspec.Struct, frozen=True, gc=False):
     jax_version: str | None = None
     calls: dict[str, Count] = field(default_factory=dict)
     target_exception: str | None = None
+    # the process's own tracing context at its start (JAX's configuration: x64, matmul
+    # precision, ...); empty in sessions merged before it was kept
+    base_context: dict[str, str] = field(default_factory=dict)
 
 
 class Session(msgspec.Struct, frozen=True, gc=False):

@@ -189,6 +189,21 @@ def test_the_sample_programs_have_no_wasted_compile(cli, tmp_path, command):
     assert wasted["fingerprinted"] > 0 and wasted["note"] is None
     assert wasted["compiles"] == 0 and wasted["groups"] == [], wasted
     assert all(e["same_program_as"] is None for e in report["events"])
+    assert not report.get("stale_statics"), report["stale_statics"]
+
+
+@requires_private_hooks
+@pytest.mark.parametrize("command", [c for c in SAMPLE_RUNS if c[0] == "run"] + [
+    ("run", "wasted_compiles.py"), ("run", "flax_train.py")], ids=lambda c: c[1])
+def test_the_sample_programs_have_no_stale_static_at_any_call(cli, tmp_path, command):
+    """Every call checked (``--count-calls``): no static of the samples ran stale."""
+    verb, *args = command
+    result, report = cli.json(verb, "--count-calls", *[SAMPLES / a if a.endswith(".py") else a
+                                                       for a in args], tmp_path=tmp_path)
+    assert report is not None, result.output
+    assert sum(report["calls"].values()) > 0  # the calls were counted
+    assert not report.get("stale_statics"), report["stale_statics"]
+    assert "stale" not in result.stdout
 
 
 @requires_private_hooks

@@ -83,3 +83,37 @@ def test_the_guard_variable_takes_check_hosts_seconds():
     for text in ("raise:check_hosts=86401", "raise:check_hosts=1e9", "raise:check_hosts=x"):
         with pytest.raises(ValueError, match=r"^RECOMPILE_CLI_GUARD=.*check_hosts=N"):
             parse_guard_spec(text)
+
+
+def _lowered(process: int, program: str | None, context: dict[str, str]) -> Entry:
+    signature = Signature(leaves={"x": Leaf((4, 4), "float32")})
+    event = Event(0, "step", "/job/train.py:5", Owner.USER, None, None, 0, True, True, 0.0,
+                  signature=signature, program_fingerprint=program)
+    return entry_of(event, process, 0, context)
+
+
+def test_the_same_arguments_lowered_to_different_programs_name_the_config_that_differs():
+    default = {"jax_default_matmul_precision": "None", "jax_enable_x64": "False"}
+    highest = {**default, "jax_default_matmul_precision": "'highest'"}
+    zero = _lowered(0, "aaaaaaaaaaaaaaaa/00000000", default)
+    one = _lowered(1, "bbbbbbbbbbbbbbbb/11111111", highest)
+    assert zero.digest == one.digest and zero.fingerprint == one.fingerprint
+    assert decode_entry(encode_entry(one)) == one
+    message = mismatch({0: zero, 1: one})
+    assert message is not None
+    assert ("step: the same arguments lowered to different programs (aaaaaaaa on process 0; "
+            "bbbbbbbb on process 1); JAX's configuration differs: jax_default_matmul_precision "
+            "is None on process 0 and 'highest' on process 1.") in message
+    # nothing exchanged explains it: said so
+    quiet = mismatch({0: zero, 1: _lowered(1, "bbbbbbbbbbbbbbbb/11111111", default)})
+    assert quiet is not None and "nothing the check exchanges differs" in quiet
+
+
+def test_programs_are_compared_only_where_both_processes_know_them():
+    # local programs of each process run on its own devices: only the module part counts
+    same = mismatch({0: _lowered(0, "aaaaaaaaaaaaaaaa/00000000", {}),
+                     1: _lowered(1, "aaaaaaaaaaaaaaaa/11111111", {})})
+    assert same is None
+    # an unknown program (past the fingerprint's bound, public-only) or an older peer's entry
+    assert mismatch({0: _lowered(0, None, {}), 1: _lowered(1, "b" * 16 + "/1", {})}) is None
+    assert mismatch({0: _lowered(0, "a" * 16, {}), 1: _lowered(1, "b" * 16 + "/1", {})}) is None

@@ -102,7 +102,8 @@ def split(session: Session, source: str) -> list[tuple[str, Session]]:
             environment=environment, target=record.target,
             events=tuple(msgspec.structs.replace(e, process=None) for e in session.events
                          if e.process == record.index),
-            wall_seconds=record.wall_seconds, base_context=dict(session.base_context),
+            wall_seconds=record.wall_seconds,
+            base_context=dict(record.base_context or session.base_context),
             calls=dict(record.calls), target_exception=record.target_exception,
             warnings=tuple(w.removeprefix(prefix) for w in session.warnings
                            if w.startswith(prefix)),
@@ -278,7 +279,8 @@ def _merged_session(parts: Sequence[Part], count: int | None, notes: list[str]) 
             index=p.index, source=p.source, target=p.session.target,
             wall_seconds=p.session.wall_seconds, host=p.host,
             jax_version=p.session.environment.jax_version, calls=dict(p.session.calls),
-            target_exception=p.session.target_exception) for p in parts))
+            target_exception=p.session.target_exception,
+            base_context=dict(p.session.base_context)) for p in parts))
 
 
 def _merged_watch(watches: Sequence[SlowCallWatch | None]) -> SlowCallWatch | None:

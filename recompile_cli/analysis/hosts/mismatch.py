@@ -62,11 +62,33 @@ def first_difference(entries: Mapping[int, Entry]) -> str:
         shown = " and ".join(f"{value} on {processes(where)}" for value, where in values.items())
         return f"{name}: {path} is {shown}"
     lowerings = {str(e.lowering) for _, e in ordered}
+    programs = {e.program for _, e in ordered if e.program}
+    if len(lowerings) == 1 and len(programs) > 1:
+        return _programs_differ(name, ordered)
     if len(lowerings) > 1:
         return (f"{name}: the same arguments, lowered differently (lowering-key changes: "
                 + "; ".join(f"{e.lowering or 'none'} on process {i}" for i, e in ordered) + ")")
     return f"{name}: the programs differ (signature digests " + ", ".join(
         f"{e.digest} on process {i}" for i, e in ordered) + ")"
+
+
+def _programs_differ(name: str, ordered: Sequence[tuple[int, Entry]]) -> str:
+    """The same arguments and lowering, different programs: each process's program and the
+    configuration entries that differ, else that nothing exchanged explains it."""
+    shown = "; ".join(f"{e.program[:8] or 'unknown'} on process {i}" for i, e in ordered)
+    names = sorted({key for _, e in ordered for key in e.context})
+    differs = []
+    for key in names:
+        values: dict[str, list[int]] = {}
+        for i, e in ordered:
+            values.setdefault(e.context.get(key, "(not set)"), []).append(i)
+        if len(values) > 1:
+            differs.append(f"{key} is " + " and ".join(
+                f"{value} on {processes(where)}" for value, where in values.items()))
+    why = ("; JAX's configuration differs: " + "; ".join(differs) if differs else
+           ": nothing the check exchanges differs (a value read at trace time, such as a "
+           "global, an environment variable or a file, differs between the processes)")
+    return f"{name}: the same arguments lowered to different programs ({shown}){why}"
 
 
 def mismatch(entries: Mapping[int, Entry]) -> str | None:

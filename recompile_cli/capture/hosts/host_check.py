@@ -160,7 +160,9 @@ class HostCheck:
         with self._lock:
             seq = self._seqs.get(function, 0)
             self._seqs[function] = seq + 1
-        mine = entry_of(event, store.index, seq)
+        recorder = self._recorder
+        mine = entry_of(event, store.index, seq,
+                        recorder.base_context if recorder is not None else None)
         folder = f"{self._prefix}/{{}}/{function}/"
         store.put(folder.format(store.index) + str(seq), encode_entry(mine))
         entries = {store.index: mine}

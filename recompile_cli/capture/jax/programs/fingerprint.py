@@ -18,6 +18,13 @@ that only what changes the program counts:
 * the devices it is compiled for, its platforms and its compiler options are added: the same
   module compiled for other devices is another executable.
 
+The fingerprint is written ``MODULE/TARGET``: 16 hex digits of the SHA-256 of the normalised
+module, ``/``, 8 of what it is compiled for. Equal fingerprints are the same program for the same
+devices (``analysis.wasted_compiles``); the module part alone is the program as JAX lowered it,
+which ``merge`` compares across the processes of a job (``analysis.hosts.divergence``), whose
+local programs run on devices of their own (sessions saved before the split carry one digest of
+both: their module is unknown there).
+
 Bounded like the compile-cost walk: a module of more than ``cost.MODULE_OP_LIMIT`` operations
 (or whose operations the walk could not count) is not printed, and one whose constants JAX
 passes as arguments (``const_args``) cannot be told apart by its text: both are unknown.
@@ -35,7 +42,9 @@ from recompile_cli.capture.jax.programs import module_constants
 from recompile_cli.capture.jax.programs.cost import MODULE_OP_LIMIT
 from recompile_cli.capture.jax.programs.module_constants import LARGE_ELEMENTS
 
-DIGEST = 16  # hex digits kept of the SHA-256
+DIGEST = 16  # hex digits kept of the module's SHA-256
+TARGET_DIGEST = 8  # hex digits kept of the SHA-256 of the devices, platforms and options
+SEPARATOR = "/"  # between the two in ``Event.program_fingerprint``
 ELIDED = "dense_resource<__elided__>"  # a large constant's value, left out by the printer
 _MODULE = re.compile(r"^module @[\w.$-]+")
 _INFO = re.compile(r'(jax\.(?:arg|result)_info = )"(?:[^"\\]|\\.)*"')
@@ -95,10 +104,11 @@ def normalise(text: str) -> str:
 
 
 def digest(text: str, target: str = "") -> str:
-    """SHA-256 (``DIGEST`` hex digits) of a normalised module and what it is compiled for."""
-    data = hashlib.sha256(text.encode())
-    data.update(b"\0" + target.encode())
-    return data.hexdigest()[:DIGEST]
+    """``MODULE/TARGET``: the SHA-256 of a normalised module (``DIGEST`` hex digits) and of
+    what it is compiled for (``TARGET_DIGEST``)."""
+    module = hashlib.sha256(text.encode()).hexdigest()[:DIGEST]
+    where = hashlib.sha256(target.encode()).hexdigest()[:TARGET_DIGEST]
+    return f"{module}{SEPARATOR}{where}"
 
 
 def _target(lowering: Any) -> str:
