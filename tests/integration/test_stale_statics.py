@@ -213,3 +213,24 @@ def test_a_static_hashed_by_its_state_changed_in_place_is_warned_where_it_ran_st
     assert [(d["path"], d["compiled"], d["called"]) for d in one["differences"]] == [
         ("rate.r", "1.0", "5.0")]
     assert "was changed in place after the compile" in one["compares"]
+
+
+@requires_private_hooks
+def test_the_sample_program_is_warned_fails_the_gate_and_its_fix_is_clean(cli, tmp_path):
+    from helpers import SAMPLES, user_functions
+
+    sample = SAMPLES / "stale_static.py"
+    result, report = cli.json("run", "--count-calls", "--max-stale-statics", "0", sample,
+                              tmp_path=tmp_path)
+    assert result.exit_code == 1, result.output
+    (found,) = report["stale_statics"]
+    assert (found["function"], found["argument"], found["seen"]) == ("train_step", "cfg", "call")
+    assert [(d["path"], d["compiled"], d["called"]) for d in found["differences"]] == [
+        ("cfg.dropout", "0.1", "0.5")]
+    assert "`Config.__eq__` compares `name` only" in result.stdout
+    # the fix compares every field: a re-compile for the new rate, nothing stale
+    fixed, fixed_report = cli.json("run", "--count-calls", "--max-stale-statics", "0", sample,
+                                   "--fixed", tmp_path=tmp_path)
+    assert fixed.exit_code == 0, fixed.output
+    assert not fixed_report.get("stale_statics")
+    assert user_functions(fixed_report)["train_step"]["compiles"] == 2
