@@ -299,3 +299,47 @@ def test_the_mask_lines_of_one_callback_are_advised_once_with_the_whole_saving(
                     op["repeats"] >= 10) for line in lines)
     assert f"saves about {again} compiles" in one["message"] and again >= 20
     assert one["predicted_compiles"] == sum(line["compiles"] for line in lines) - again
+
+
+OPTAX_LBFGS = """
+import sys
+import jax, jax.numpy as jnp
+import optax
+
+w_opt = jnp.ones(8)
+mat = jnp.eye(8) * 2.0
+
+
+def fun(w):
+    return 0.5 * (w - w_opt).dot(mat.dot(w - w_opt))
+
+
+opt = optax.scale_by_lbfgs()
+w = jnp.zeros(8)
+state = opt.init(w)
+update = jax.jit(opt.update) if "--jit" in sys.argv else opt.update
+for i in range(12):  # optax's L-BFGS example, its first cell
+    v, g = jax.value_and_grad(fun)(w)
+    u, state = update(g, state, w)  # update-line
+    w = w - 0.1 * u
+"""
+
+
+@requires_private_hooks
+def test_optax_eager_lbfgs_update_storms_and_its_fix_saves_what_it_promised(
+        cli, program, tmp_path):
+    pytest.importorskip("optax")
+    prog = program("lbfgs", OPTAX_LBFGS)
+    result, report = cli.json("run", prog, tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    line = at(report, prog, line_of(prog, "# update-line"))
+    assert line["storm"] is True
+    message = suggestion_for(report, line)
+    assert "jit the step" in message and "jnp.where" not in message
+    promised = int(message.split("saves about ")[1].split(" compiles")[0])
+    assert promised >= 10
+    # the A/B: the fix as advised (jit the optimizer's update) removes at least that many
+    fixed_result, fixed = cli.json("run", prog, "--jit", tmp_path=tmp_path)
+    assert fixed_result.exit_code == 0, fixed_result.output
+    assert report["totals"]["compiles"] - fixed["totals"]["compiles"] >= promised
+    assert not storms(fixed)
