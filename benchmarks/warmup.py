@@ -3,12 +3,15 @@
 A small model (an unrolled stack of dense layers, so that each compile takes a while) is jitted
 at module level and called with ``--signatures`` batch sizes under ``recompile_cli.record()``;
 ``recompile-cli warmup``'s planning and rendering turn that recording into a plan, which is
-imported like any user's plan. Each repetition clears JAX's in-memory caches and times
-``warm_up()`` (one signature after the other), clears them again and times
-``warm_up(parallel=N)`` (N threads, default: the CPU count), in an order that alternates
-between repetitions; the figure is the median of the per-repetition ratios parallel / serial
-(below 1: the parallel warm-up is faster). XLA releases the GIL while it compiles, so the
-compiles overlap; tracing and lowering do not.
+imported like any user's plan. Each repetition clears JAX's in-memory caches and times, in an
+order that rotates between repetitions: ``warm_up()`` (one signature after the other),
+``warm_up(parallel=N)`` (N threads) and ``warm_up(processes=N, cache_dir=...)`` (N - 1 other
+processes compile into a fresh persistent compilation cache while this one compiles its share,
+then this one loads theirs). Serial and threads run with the persistent cache off. The figures
+are the medians of the per-repetition ratios serial / mode (above 1: the mode is faster), with
+their min and max. XLA releases the GIL while it compiles, so threads overlap the compiles
+(not tracing and lowering); processes overlap everything but pay a start-up (Python, JAX, the
+plan) and this process's loads from the cache.
 
     python benchmarks/warmup.py [--signatures 8] [--reps 5] [--threads N] [--ratios-only]
 """
@@ -66,49 +69,74 @@ def make_plan(folder: Path, signatures: int) -> object:
     return importlib.import_module("warmup_bench_plan")
 
 
-def timed(warm_up, parallel: int | None) -> float:
+def _cache(folder: str | None) -> None:
+    """The persistent compilation cache on at ``folder``, or off (None)."""
+    from jax._src import compilation_cache  # a cache JAX looked at is looked at again
+
+    if folder is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+        jax.config.update("jax_compilation_cache_dir", None)
+    compilation_cache.reset_cache()
+
+
+def timed(warm_up, mode: str, n: int, cache_root: Path) -> float:
     jax.clear_caches()
+    _cache(None)
+    kwargs: dict = {}
+    if mode == "threads":
+        kwargs = {"parallel": n}
+    elif mode == "processes":
+        kwargs = {"processes": n, "cache_dir": tempfile.mkdtemp(dir=cache_root)}
     start = time.perf_counter()
-    done = warm_up(parallel)
+    done = warm_up(**kwargs)
     seconds = time.perf_counter() - start
     if done["skipped"]:
         raise SystemExit(f"the plan skipped {done['skipped']}")
     return seconds
 
 
+MODES = ("serial", "threads", "processes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--signatures", type=int, default=8)
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=max(2, os.cpu_count() or 2))
+    parser.add_argument("--threads", type=int, default=max(2, os.cpu_count() or 2),
+                        help="threads and processes of the parallel warm-ups")
     parser.add_argument("--ratios-only", action="store_true",
-                        help="print only the JSON list of per-repetition ratios")
+                        help="print only the JSON list of per-repetition ratios "
+                        "(threads / serial seconds, as before)")
     args = parser.parse_args()
     # inside this repository: a plan runs only files inside the recorded program's project
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as folder:
         module = make_plan(Path(folder), args.signatures)
         warm_up = module.warm_up  # type: ignore[attr-defined]
-        timed(warm_up, None)  # a first warm-up of JAX itself, not measured
-        serial, parallel, ratios = [], [], []
+        caches = Path(folder) / "caches"
+        caches.mkdir()
+        timed(warm_up, "serial", 1, caches)  # a first warm-up of JAX itself, not measured
+        seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
         for rep in range(args.reps):
-            if rep % 2:
-                p = timed(warm_up, args.threads)
-                s = timed(warm_up, None)
-            else:
-                s = timed(warm_up, None)
-                p = timed(warm_up, args.threads)
-            serial.append(s)
-            parallel.append(p)
-            ratios.append(p / s)
+            order = MODES[rep % 3:] + MODES[:rep % 3]
+            for mode in order:
+                seconds[mode].append(timed(warm_up, mode, args.threads, caches))
+        _cache(None)
+    serial = seconds["serial"]
+    speedups = {mode: [s / p for s, p in zip(serial, seconds[mode], strict=True)]
+                for mode in MODES[1:]}
     if args.ratios_only:
-        print(json.dumps(ratios))
+        print(json.dumps([1 / r for r in speedups["threads"]]))
         return
     print(f"plan of {args.signatures} signatures, {args.reps} repetitions, "
-          f"{args.threads} threads")
-    print(f"serial warm-up:   {statistics.median(serial):.3f} s (median)")
-    print(f"parallel warm-up: {statistics.median(parallel):.3f} s (median)")
-    print(f"parallel / serial (median of paired ratios): {statistics.median(ratios):.3f} "
-          f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
+          f"{args.threads} threads / processes, {os.cpu_count()} CPUs visible, "
+          f"jax {jax.__version__}")
+    for mode in MODES:
+        print(f"{mode + ' warm-up:':22}{statistics.median(seconds[mode]):.3f} s (median; "
+              f"min {min(seconds[mode]):.3f}, max {max(seconds[mode]):.3f})")
+    for mode, ratios in speedups.items():
+        print(f"speed-up of {mode} over serial (median of paired ratios): "
+              f"{statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f}; "
+              f"each: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 if __name__ == "__main__":

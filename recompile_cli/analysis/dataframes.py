@@ -79,10 +79,14 @@ def eager_lines_frame(report: Report) -> pd.DataFrame:
 
 
 def causes_frame(report: Report) -> pd.DataFrame:
-    """The cost-ranked cause table (CAUSE_COLUMNS), most expensive first."""
+    """The cost-ranked cause table (CAUSE_COLUMNS), most expensive first; ``also`` (the other
+    changes of a row's compiles) as text, ``code argument: values`` joined by ``; ``."""
     rows = report.cause_table
-    return pd.DataFrame({name: [getattr(r, name) for r in rows] for name in CAUSE_COLUMNS},
-                        columns=CAUSE_COLUMNS)
+    frame = pd.DataFrame({name: [getattr(r, name) for r in rows] for name in CAUSE_COLUMNS},
+                         columns=CAUSE_COLUMNS)
+    frame["also"] = ["; ".join(f"{a.code} {a.argument}: {a.values}".replace(" :", ":")
+                               for a in r.also) for r in rows]
+    return frame
 
 
 def events_frame(report: Report) -> pd.DataFrame:

@@ -124,9 +124,24 @@ class RowKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class AlsoChanged:
+    """A change of another cause code that a cause-table row's compiles made besides their
+    primary cause (a weak type that changed in the same call as a static value): its code, the
+    first argument it names, and its values."""
+
+    code: CauseCode
+    argument: str
+    values: str  # as ``CauseRow.values``
+
+
+@dataclass(frozen=True, slots=True)
 class CauseRow:
     """The re-compilations of one function with the same cause, argument and call site
     (``""`` where there is none): how many, what they cost, and the values they went through.
+    Every other cause code of those compiles is in ``also``, at the first argument it names
+    (compiles whose other changes differ are rows of their own), so that no kind of change is
+    hidden behind the primary cause; changes of the primary's own code at other arguments (the
+    rest of a batch that changed shape) are each event's ``causes``.
 
     A ``slow_calls`` row (``kind``) is a group of slow calls instead: ``code`` is its
     ``SlowReason``, ``count`` its calls, ``seconds`` what they cost above the fast path,
@@ -142,6 +157,7 @@ class CauseRow:
     values: str  # ``f32[3] -> f32[4]``, or the first and last of many (``_value_range``)
     first_event: int  # the smallest seq
     kind: RowKind = RowKind.RECOMPILE
+    also: tuple[AlsoChanged, ...] = ()  # the other cause codes of the same compiles, in order
 
 
 FUNCTION_COLUMNS = [f.name for f in fields(FunctionRow)]
@@ -186,6 +202,19 @@ class Report:
     def sweeps(self) -> tuple[Sweep, ...]:
         """The shape sweeps of the user's functions, largest first (``analysis.sweeps``)."""
         return tuple(sweeps(self.session))
+
+    @cached_property
+    def cost_stages(self) -> str:
+        """What the cause table's seconds add up (``event_cost``): ``trace+lower+compile``, or
+        in a session whose compiles were predicted, not measured (a forecast compiles nothing:
+        ``forecast_session``), ``trace``, or ``trace+lower`` where lowerings were measured."""
+        events = self.session.events
+        if any(e.compiled and (e.compile_seconds or e.compile_start_seconds is not None)
+               for e in events) or not any(e.compiled for e in events):
+            return "trace+lower+compile"
+        if any(e.lower_seconds or e.lower_start_seconds is not None for e in events):
+            return "trace+lower"
+        return "trace"
 
     @cached_property
     def wasted_compiles(self) -> WastedReport:
@@ -354,36 +383,57 @@ class _CauseGroup:
     first_event: int
     costs: list[float]
     values: dict[str, None]  # an ordered set (``_add_value``)
+    also: dict[tuple[CauseCode, str], dict[str, None]]  # the other changes' values
 
 
 def _cause_table(session: Session, causes: dict[int, tuple[Cause, ...]],
                  slow: SlowCallReport) -> tuple[CauseRow, ...]:
-    """One row per (function, cause, argument, call site) of top-level re-compilations that are
-    not JAX's own, with the seconds they cost; repeated events collapse into one row; and one
-    per group of slow calls that is not JAX's own. Most expensive first (NaN last), then the
-    most frequent; stable."""
-    groups: dict[tuple[str, Owner, CauseCode, str, str], _CauseGroup] = {}
+    """One row per (function, cause, argument, call site, other changes) of top-level
+    re-compilations that are not JAX's own, with the seconds they cost; repeated events collapse
+    into one row; and one per group of slow calls that is not JAX's own. Most expensive first
+    (NaN last), then the most frequent; stable."""
+    groups: dict[tuple[tuple[str, Owner, CauseCode, str, str],
+                       tuple[tuple[CauseCode, str], ...]], _CauseGroup] = {}
     for e in session.events:
-        cause = causes[e.seq][0]
+        cause, *rest = causes[e.seq]
         if (e.depth > 0 or e.owner == Owner.JAX or cause.code == CauseCode.FIRST_COMPILE
                 or e.error is not None or (e.owner != Owner.USER and not e.compiled)):
             continue  # a trace that raised is no re-compile, nor a library's re-trace
-        key = (e.function, e.owner, cause.code, cause.argument or "", e.call_site or "")
+        others = _other_codes(cause, rest)
+        also = tuple((c.code, c.argument or "") for c in others)
+        key = ((e.function, e.owner, cause.code, cause.argument or "", e.call_site or ""), also)
         group = groups.get(key)
         if group is None:
-            group = groups[key] = _CauseGroup(e.seq, [], {})
+            group = groups[key] = _CauseGroup(e.seq, [], {}, {change: {} for change in also})
             _add_value(group.values, cause.before)
+            for change, other in zip(also, others, strict=True):
+                _add_value(group.also[change], other.before)
         _add_value(group.values, cause.after)
+        for change, other in zip(also, others, strict=True):
+            _add_value(group.also[change], other.after)
         group.costs.append(event_cost(e))
         group.first_event = min(group.first_event, e.seq)
     rows = [CauseRow(*key, count=len(g.costs), seconds=_seconds(g.costs),
-                     values=_value_range(g.values), first_event=g.first_event)
-            for key, g in groups.items()]
+                     values=_value_range(g.values), first_event=g.first_event,
+                     also=tuple(AlsoChanged(code, argument, _value_range(values))
+                                for (code, argument), values in g.also.items()))
+            for (key, _), g in groups.items()]
     rows += [CauseRow(g.function, g.owner, g.reason, "", g.call_site or "", g.calls,
                       g.avoidable_seconds, g.detail, -1, RowKind.SLOW_CALLS)
              for g in slow.groups if g.owner != Owner.JAX]
     rows.sort(key=lambda r: (_descending(r.seconds), -r.count))
     return tuple(rows)
+
+
+def _other_codes(primary: Cause, rest: Iterable[Cause]) -> list[Cause]:
+    """The first cause of each code other than the primary's, in order."""
+    seen = {primary.code}
+    out = []
+    for cause in rest:
+        if cause.code not in seen:
+            seen.add(cause.code)
+            out.append(cause)
+    return out
 
 
 def _seconds(values: Iterable[float]) -> float:

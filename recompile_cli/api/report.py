@@ -37,7 +37,7 @@ class Frames:
             ``argument``, ``before``, ``after``, ``detail``...).
         causes: the cost-ranked cause table (``function``, ``code``, ``argument``,
             ``call_site``, ``count``, ``seconds``, ``values``, ``first_event``, ``kind``:
-            ``recompile`` or ``slow_calls``).
+            ``recompile`` or ``slow_calls``; ``also``: the row's other cause codes, as text).
         slow_calls: one row per group of slow calls (``function``, ``reason``, ``calls``,
             ``seconds``, ``avoidable_seconds``, ``line``, ``call_site``, ``why``, ``fix``...).
     """

@@ -325,6 +325,15 @@ class Recorder:
     def warmup(self) -> Warmup | None:
         return self._warmup
 
+    def after_each_trace(self, callback: Callable[[Any, Any], None] | None) -> bool:
+        """Call ``callback(trace_info, jit_info)`` after each top-level trace of a miss (a
+        warm-up at a first call, ``capture.running.first_call``); False when the private hooks
+        are not installed (nothing is called then)."""
+        if self._hooks is None:
+            return False
+        self._hooks.after_trace = callback
+        return True
+
     def refused(self, exc: BaseException, frame: Any, offset: int) -> None:
         """Record the call JAX refused, if ``exc`` raised at instruction ``offset`` of the user
         frame ``frame`` is one (``capture.jax.arguments.refusals``), once per exception. Never

@@ -242,8 +242,15 @@ def evaluate(runs: Sequence[Gated], baseline: Baseline | None = None,
             steady = check_steady_state(run.report, gates.steady_state_after,
                                         gates.steady_state_of)
             _split_unrecorded(found, _on(run.label, steady), gates.allow_unrecorded)
-        if gates.after_warmup:
-            found.violations += _on(run.label, check_after_warmup(run.report))
+        if gates.after_warmup or gates.max_compiles_after_warmup is not None:
+            _split_unrecorded(found, _on(run.label, check_after_warmup(
+                run.report, gates.max_compiles_after_warmup, switch=gates.after_warmup)),
+                gates.allow_unrecorded)
+        for budget in gates.budgets:
+            if budget.max_compiles_after_warmup is not None:
+                _split_unrecorded(found, _on(run.label, check_after_warmup(
+                    run.report, budget.max_compiles_after_warmup, budget.pattern)),
+                    gates.allow_unrecorded or budget.allow_unrecorded)
         if run.failure:
             found.errors.append(TargetFailure(run.label, run.failure))
     if baseline is not None:
@@ -559,32 +566,53 @@ def check_steady_state(report: Report, after: int, of: frozenset[str] | None = N
     return out
 
 
-def check_after_warmup(report: Report) -> list[Violation]:
-    """One violation per function of yours that compiled after the warm-up plan, naming the
-    signatures the plan lacked and their causes against the closest planned one; one when no
-    warm-up was recorded (a gate that needs it never passes without it)."""
+def check_after_warmup(report: Report, limit: int | None = None, pattern: str = "*",
+                       switch: bool = False) -> list[Violation]:
+    """One violation per function of yours (matching ``pattern``) that compiled after the
+    warm-up plan more than ``limit`` times (None: 0, ``--after-warmup``'s own gate), naming the
+    signatures the plan lacked, their causes against the closest planned one and what would
+    have covered them. Without a recorded warm-up: one violation (``switch``: the
+    ``after_warmup`` gate's; else ``NOT_RECORDED``), never a pass."""
     found = report.warmup_coverage
+    rule = Rule.AFTER_WARMUP if limit is None else Rule.MAX_COMPILES_AFTER_WARMUP
     if found is None:
-        return [Violation("the warm-up", Rule.AFTER_WARMUP, (
-            "after_warmup: this run recorded no warm-up plan, so nothing shows that it covers "
-            "the workload; run the plan first (run --after-warmup PLAN.py)"))]
+        if switch:
+            return [Violation("the warm-up", Rule.AFTER_WARMUP, (
+                "after_warmup: this run recorded no warm-up plan, so nothing shows that it "
+                "covers the workload; run the plan first (run --after-warmup PLAN.py)"))]
+        return [Violation(pattern, Rule.NOT_RECORDED, (
+            f"max_compiles_after_warmup {limit} cannot be checked: this run recorded no "
+            f"warm-up plan (run --after-warmup PLAN.py); {ALLOW_UNRECORDED}"))]
     if found.warmup.error is not None:
         return []  # the plan raised: the run's failure, an error of the gate already
     by_function: dict[str, list[Miss]] = {}
     for miss in found.misses:
-        by_function.setdefault(function_key(miss.event.function, miss.event.defined_at),
-                               []).append(miss)
+        if fnmatch.fnmatchcase(miss.event.function, pattern):
+            by_function.setdefault(function_key(miss.event.function, miss.event.defined_at),
+                                   []).append(miss)
     plan = found.warmup.plan
     shown_plan = locations.relative(plan) or plan
+    allowed = limit or 0
     out = []
     for members in by_function.values():
+        if len(members) <= allowed:
+            continue
         name = members[0].event.function
-        out.append(Violation(name, Rule.AFTER_WARMUP, (
-            f"{name}: {counted(len(members), 'compile')} after the warm-up ({shown_plan}): "
+        over = f", limit {allowed}" if limit is not None else ""
+        out.append(Violation(name, rule, (
+            f"{name}: {counted(len(members), 'compile')} after the warm-up ({shown_plan}{over}): "
             + "; ".join(describe_miss(m) for m in members[:3])
-            + (f"; ... {len(members) - 3} more" if len(members) > 3 else "")),
+            + (f"; ... {len(members) - 3} more" if len(members) > 3 else "")
+            + f". To cover it: {_covered_by(members[0])}"),
             _site(members[0].event)))
     return out
+
+
+def _covered_by(miss: Miss) -> str:
+    if miss.planned is None:
+        return miss.fix
+    return ("add its lines to the plan (the report's \"Compiles after the warm-up\" table "
+            f"writes them), or {miss.fix}")
 
 
 def describe_miss(miss: Miss) -> str:
@@ -597,6 +625,8 @@ def describe_miss(miss: Miss) -> str:
             f"{causes_text(list(miss.causes))}{against}")
     if miss.skipped is not None:
         text += f" (the plan skipped a signature of it here: {miss.skipped.reason})"
+    if miss.nearest is not None:
+        text += f" [nearest warmed: {signature_label(miss.nearest)}]"
     if miss.unplayable is not None:
         text += f" (not replayable: {miss.unplayable})"
     if event.call_site:

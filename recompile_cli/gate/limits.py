@@ -120,6 +120,12 @@ LIMITS = (
           flag_help="Gate: exit 1 if more than N static arguments of any of your functions "
           "ran an executable compiled for other values (equal by __eq__, other state); "
           "--count-calls sees every reuse."),
+    Limit("max_compiles_after_warmup", Kind.COUNT, "the most compiles of each matching "
+          "function after the warm-up plan (a run without one fails it)",
+          flag="--max-compiles-after-warmup", commands=RECORDING_COMMANDS,
+          flag_help="Gate: exit 1 if any of your functions compiles more than N times after "
+          "the warm-up plan (--after-warmup alone allows 0), each compile named with what the "
+          "plan lacked; fails where no warm-up ran."),
 )
 BUDGET_KEYS = tuple(limit.key for limit in LIMITS if limit.per_function)
 
@@ -176,6 +182,7 @@ class Budget:
     max_eager_compiles: int | None = None
     max_wasted_compiles: int | None = None
     max_stale_statics: int | None = None
+    max_compiles_after_warmup: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +213,7 @@ class Gates:
     max_eager_compiles: int | None = None
     max_wasted_compiles: int | None = None
     max_stale_statics: int | None = None
+    max_compiles_after_warmup: int | None = None
 
     @property
     def any(self) -> bool:

@@ -30,6 +30,7 @@ class Rule(StrEnum):
     MAX_EAGER_COMPILES = "max_eager_compiles"  # code not yours compiled at one line of yours
     MAX_WASTED_COMPILES = "max_wasted_compiles"  # a program the function had, compiled again
     MAX_STALE_STATICS = "max_stale_statics"  # an equal static with other state ran stale
+    MAX_COMPILES_AFTER_WARMUP = "max_compiles_after_warmup"  # more compiles after the plan
 
 
 # the end of every NOT_RECORDED message: how to let such a limit pass

@@ -14,6 +14,7 @@ recompile_cli.guards SCRIPT``).
 
 from __future__ import annotations
 
+import linecache
 import logging
 import os
 import sys
@@ -47,6 +48,7 @@ from recompile_cli.guards.errors import (
 )
 from recompile_cli.guards.script import run_script
 from recompile_cli.guards.watch import Watch, arm, disarm
+from recompile_cli.session.locations import cells
 from recompile_cli.session.model import Session
 
 __all__ = ["ENV_VAR", "Guard", "GuardBlindWarning", "GuardBlinded", "GuardConfig",
@@ -199,19 +201,35 @@ class Guard:
 
 
 def _warn(warning: RecompileWarning, user_frame: types.FrameType | None) -> None:
-    """Warn attributed to the user's file and line (``warnings`` filters apply)."""
+    """Warn attributed to the user's file and line (``warnings`` filters apply); a notebook
+    cell's named as IPython names it (``In[2]:3``), with its line of code."""
     if user_frame is None:
         warnings.warn(warning, stacklevel=3)
         return
+    filename = _shown_file(user_frame.f_code.co_filename)
     module_globals = user_frame.f_globals
     registry = module_globals.setdefault("__warningregistry__", {})
     # A script run by runpy (python -m recompile_cli.guards) has no __spec__.loader, which
     # Python 3.13's warn_explicit refuses with a ValueError: its source is read by name.
     spec = module_globals.get("__spec__")
     source = module_globals if getattr(spec, "loader", None) is not None else None
-    warnings.warn_explicit(warning, type(warning), user_frame.f_code.co_filename,
-                           user_frame.f_lineno, module=module_globals.get("__name__", "__main__"),
+    warnings.warn_explicit(warning, type(warning), filename, user_frame.f_lineno,
+                           module=module_globals.get("__name__", "__main__"),
                            registry=registry, module_globals=source)
+
+
+def _shown_file(filename: str) -> str:
+    """The file a warning names: a notebook cell's as IPython names it (``In[2]``), its lines
+    cached under that name as IPython caches them under the cell's file, so that the warning
+    shows the line; any other file as it is."""
+    shown = cells(filename)
+    if shown == filename or not shown:
+        return filename
+    lines = linecache.getlines(filename)
+    if not lines:
+        return filename
+    linecache.cache[shown] = (sum(map(len, lines)), None, lines, shown)  # None: never stale
+    return shown
 
 
 def _outer_user_frame() -> types.FrameType | None:

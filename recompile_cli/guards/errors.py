@@ -5,13 +5,19 @@ Every message is one line of inert text: function names, static values and paths
 user's program, so control characters (ESC, line breaks) are shown as escapes
 (``render.escape.terminal``); no line of a message can start a GitHub workflow command
 (``::error::``), since a message is a single line that starts with ``recompile-cli guard:``.
+IPython shows what the guard raises from the user's line (``_render_traceback_``): the frames of
+JAX and recompile_cli below it, where the guard raised, are left out.
 """
 
 from __future__ import annotations
 
+import sys
+import traceback
+import types
 from dataclasses import dataclass
 from typing import Any
 
+from recompile_cli.capture.code.stack import is_user_file
 from recompile_cli.render.escape import terminal
 
 
@@ -80,7 +86,44 @@ class UnmatchedBudgetWarning(RecompileWarning):
     per function) that matched no function: it guarded nothing."""
 
 
-class RecompileLimitExceeded(RuntimeError):
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` from the first frame of the user's code to its last (a notebook cell, a module of
+    theirs): without the shell's frames above it, nor JAX's and the guard's below it, where
+    the guard raised on the compiling thread; ``tb`` itself when none of its frames is the
+    user's."""
+    links = []
+    while tb is not None:
+        links.append(tb)
+        tb = tb.tb_next
+    mine = [i for i, link in enumerate(links) if is_user_file(link.tb_frame.f_code.co_filename)]
+    if not mine:
+        return links[0] if links else None
+    out = None
+    for link in reversed(links[mine[0]:mine[-1] + 1]):
+        out = types.TracebackType(out, link.tb_frame, link.tb_lasti, link.tb_lineno)
+    return out
+
+
+class _ShownFromUserCode(RuntimeError):
+    """An exception the guard raises inside JAX's compile path, shown by IPython (a notebook, a
+    terminal shell) from the user's call: the cell's line that compiled, and none of the frames
+    of JAX or recompile_cli below it (IPython's ``_render_traceback_`` protocol)."""
+
+    def _render_traceback_(self) -> list[str]:
+        tb = user_traceback(self.__traceback__)
+        ipython = sys.modules.get("IPython")
+        try:
+            shell = ipython.get_ipython() if ipython is not None else None
+            if shell is not None:
+                lines: list[str] = shell.InteractiveTB.structured_traceback(
+                    type(self), self, tb, tb_offset=0)
+                return lines
+        except Exception:  # IPython's formatter refused: Python's own, never an error of ours
+            pass
+        return "".join(traceback.format_exception(type(self), self, tb)).splitlines()
+
+
+class RecompileLimitExceeded(_ShownFromUserCode):
     """Raised by ``guard(on="raise")`` from the jitted call that compiled beyond the limit.
 
     ``.violation`` holds the ``GuardViolation``.
@@ -99,7 +142,7 @@ class SlowCallLimitExceeded(RecompileLimitExceeded):
     beyond N (a ``RecompileLimitExceeded``, so one ``except`` catches both)."""
 
 
-class GuardBlinded(RuntimeError):
+class GuardBlinded(_ShownFromUserCode):
     """Raised by ``guard(on="raise")`` when it can no longer see compiles (the program removed
     its ``jax.monitoring`` listeners): from ``jax.monitoring.clear_event_listeners()``, from the
     next compile, or when the guard is removed, whichever notices first."""

@@ -13,9 +13,11 @@ it can:
 3. argument paths and causes wrap at their joints (``opt_state.hyperparams`` /
    ``['learning_rate']``): never cut, at any width;
 4. names and values are cut in the middle (``analysis.shorten.middle``), locations lose their
-   calling function, then their start, the widest first;
+   calling function, then every folder (``train_loop.py:51``: never less than the file name
+   and line), targets every folder or package (``shapes.py:slow_function``), the widest first;
 5. on a narrow terminal, all of these down to their header's width (an argument or a cause
-   still whole, a line broken where it must).
+   still whole, a line broken where it must; a target keeps its function name whole and loses
+   the start of its module instead, ``...es.py:slow_function``).
 
 Whatever a wrap or a cut frees goes back to the arguments, names and locations, then to the
 columns left out. Cells come in already made inert (``render.escape``); numbers are
@@ -53,9 +55,11 @@ class Give(Enum):
     WRAP = "wrap"  # values and lists: wrapped at `` -> ``, then at spaces; cut in the middle last
     END = "end"  # a location: keeps its end, the file name and line
     MIDDLE = "middle"  # a name: keeps both ends
+    TARGET = "target"  # ``path/file.py:function``, ``package.module:Class.method``: keeps the
+    # function, loses the module's folders or packages (then its start)
 
 
-_MINIMUM = {Give.KEEP: 8, Give.WRAP: 12, Give.END: 18, Give.MIDDLE: 16}
+_MINIMUM = {Give.KEEP: 8, Give.WRAP: 12, Give.END: 18, Give.MIDDLE: 16, Give.TARGET: 18}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,7 @@ class Column:
 
     give: Give | None = None
     minimum: int | None = None  # the default is ``_MINIMUM[give]``
+    words: bool = False  # wrapped (``Give.WRAP``) but no word cut, but on a narrow terminal
 
 
 # Every table's columns, by header; a text column not named here wraps (``Give.WRAP``), a
@@ -71,6 +76,8 @@ class Column:
 RULES: dict[str, Column] = {
     "argument": Column(Give.KEEP), "cause": Column(Give.KEEP), "status": Column(Give.KEEP),
     "reason": Column(Give.KEEP),  # a slow call's cause
+    "top causes": Column(Give.WRAP, words=True),  # ``first_compile 1, shape 2``
+    "target": Column(Give.TARGET),  # the gate table's
     "function": Column(Give.MIDDLE), "owner": Column(Give.MIDDLE, 8),
     "call": Column(Give.END), "defined at": Column(Give.END), "line": Column(Give.END),
     "report": Column(Give.END),
@@ -112,26 +119,29 @@ def _blank(value: Any) -> bool:
 
 
 def table(table: Table, width: int | None, text: Callable[[Any], str] = escape.terminal,
-          markdown: bool = False, zero: Iterable[str] = ()) -> str:
+          markdown: bool = False, zero: Iterable[str] = (), last: Sequence[str] = ()) -> str:
     """A table as a report shows it: without the columns that say nothing (``drop_empty``,
     ``zero`` as there), every text cell made inert by ``text``; on the terminal laid out in
-    ``width`` columns (``layout``; None: no limit), in Markdown as a GitHub table, whose
-    cells are never wrapped (a line break would end the row)."""
+    ``width`` columns (``layout``; None: no limit; ``last`` as its ``dropped_last``), in
+    Markdown as a GitHub table, whose cells are never wrapped (a line break would end the
+    row)."""
     headers, rows = drop_empty(table, zero)
     cells = [[escape.cell(value, text) for value in row] for row in rows]
     if not markdown:
-        return layout((headers, cells), width)
+        return layout((headers, cells), width, dropped_last=last)
     words = [i for i in range(len(headers)) if any(isinstance(row[i], str) and row[i]
                                                    for row in cells)]  # never parsed as numbers
     return tabulate(cells, headers=headers, tablefmt="github",
                     floatfmt=".3f", disable_numparse=words)
 
 
-def layout(table: Table, width: int | None, columns: Mapping[str, Column] | None = None
-           ) -> str:
+def layout(table: Table, width: int | None, columns: Mapping[str, Column] | None = None,
+           dropped_last: Sequence[str] = ()) -> str:
     """The table as terminal text (headers, dashes, rows) no wider than ``width`` (None: no
     limit) where its columns can give way that far (``columns``, by header: ``RULES`` and
-    these; a text column named in neither wraps, a number never gives)."""
+    these; a text column named in neither wraps, a number never gives). ``dropped_last``: the
+    columns of this table left out last, in that order (after ``DROPPED_FIRST``'s others), as
+    the cause table's cost column, whatever its name."""
     headers, rows = table
     texts = [[_text(value) for value in row] for row in rows]
     numeric = [bool(rows) and all(_is_number(row[i]) or _blank(row[i]) for row in rows)
@@ -154,19 +164,26 @@ def layout(table: Table, width: int | None, columns: Mapping[str, Column] | None
     def widest(measure: Callable[[str, Give | None], int]) -> Callable[[int], int]:
         return lambda i: max((measure(row[i], specs[i].give) for row in texts), default=0)
 
-    narrow((Give.END,), lambda i: max(minimum(i), widest(_file_only)(i)))  # nothing lost yet
+    narrow((Give.END, Give.TARGET), lambda i: max(minimum(i), widest(_file_only)(i)))
+    # (nothing lost yet)
     narrow((Give.WRAP,), lambda i: max(minimum(i), widest(_longest_part)(i)))
     dropped = []
-    for header in DROPPED_FIRST:
+    for header in [*(h for h in DROPPED_FIRST if h not in dropped_last), *dropped_last]:
         if _total(widths, shown) <= width:
             break
         if header in headers and headers.index(header) in shown:
             dropped.append(headers.index(header))
             shown.remove(dropped[-1])
     narrow((Give.KEEP,), widest(_longest_part))  # still nothing lost
-    narrow((Give.END,), minimum)  # cuts from here on
-    narrow((Give.WRAP, Give.MIDDLE), minimum)
-    narrow(tuple(Give), lambda i: 0)  # a narrow terminal: down to the headers
+    # cuts from here on: a location or target keeps its file name (package) and line (function)
+    narrow((Give.END, Give.TARGET), lambda i: max(minimum(i), widest(_bare_width)(i)))
+    narrow((Give.WRAP, Give.MIDDLE), lambda i: max(
+        minimum(i), widest(_longest_word)(i) if specs[i].words else 0))
+    # a narrow terminal: names, values and locations down to their headers, a target to its
+    # function (``...:slow_function``), the widest first; then anything, down to the headers
+    narrow((Give.WRAP, Give.MIDDLE, Give.END, Give.TARGET),
+           lambda i: widest(_function_width)(i) if specs[i].give is Give.TARGET else 0)
+    narrow(tuple(Give), lambda i: 0)
     _settle(texts, headers, widths, natural, shown, specs, width, _CUT)
     for i in reversed(dropped):  # what a wrap freed brings back what was left out
         if _total(widths, shown) + _GAP + widths[i] > width:
@@ -184,7 +201,7 @@ def layout(table: Table, width: int | None, columns: Mapping[str, Column] | None
     return "\n".join(lines)
 
 
-_CUT = (Give.KEEP, Give.MIDDLE, Give.END)  # what gets back what a wrap frees, first
+_CUT = (Give.KEEP, Give.MIDDLE, Give.END, Give.TARGET)  # what gets back what a wrap frees, first
 
 
 def _settle(texts: list[list[str]], headers: list[str], widths: list[int], natural: list[int],
@@ -225,10 +242,43 @@ def _longest_part(text: str, give: Give | None) -> int:
     return max(len(piece.rstrip()) for piece in pieces)
 
 
+def _longest_word(text: str, give: Give | None) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
 def _file_only(location: str, give: Give | None = None) -> int:
     """The width of a location without its folders: ``.../train_loop.py:51 (main)``."""
     slash = location.split(" (", 1)[0].rfind("/")
     return len(location) if slash < 0 else len(location) - slash + 3
+
+
+def _bare_width(text: str, give: Give | None = None) -> int:
+    """The width of a location or target without its folders or packages: ``train_loop.py:51``,
+    ``shapes.py:slow_function``, ``module:step``."""
+    return len(_bare(text))
+
+
+def _bare(text: str) -> str:
+    """``text`` from after the last folder (or, for a dotted target, package) of its path: a
+    location's calling function left out, a target's function kept."""
+    where = text.split(" (", 1)[0]
+    path, colon, rest = where.rpartition(":")
+    if not colon:
+        path, rest = where, ""
+    cut = path.rfind("/") if "/" in path else path.rfind(".") if _dotted(path, rest) else -1
+    return where[cut + 1:]
+
+
+def _function_width(text: str, give: Give | None = None) -> int:
+    """The width of a target cut to its function, ``...:slow_function``."""
+    module, colon, function = text.rpartition(":")
+    return len(function) + 4 if colon and module else 0
+
+
+def _dotted(module: str, function: str) -> bool:
+    """Whether ``module:function`` is a target named by a dotted module (``pkg.mod:step``), not
+    a file (``train.py:step``, ``train.py:51``)."""
+    return bool(function) and not function.isdigit() and not module.endswith(".py")
 
 
 def _minimum(spec: Column) -> int:
@@ -269,18 +319,48 @@ def _fit(text: str, width: int, give: Give | None) -> list[str]:
                                            break_on_hyphens=False) or [line])]
     if give is Give.END:
         return [_location(text, width)]
+    if give is Give.TARGET:
+        return [_target(text, width)]
     return [middle(text, width)]
 
 
 def _location(text: str, width: int) -> str:
     """A location in ``width``: whole folders left out (``.../train_loop.py:51 (main)``), then
-    the calling function, then the start of what is left."""
+    the calling function, then every folder (``train_loop.py:51``), then the start of what is
+    left."""
     where = text.split(" (", 1)[0]
     for shown in (text, where):
         slash = shown.find("/", len(shown) - (width - 3), len(where))
         if slash > 0:
             return "..." + shown[slash:]
-    return middle(where if len(where) < len(text) else text, width, end=1.0)
+    if len(where) <= width:
+        return where
+    bare = _bare(text)
+    return bare if len(bare) <= width else middle(bare, width, end=1.0)
+
+
+def _target(text: str, width: int) -> str:
+    """A target in ``width``: its function whole, its module shortened from the start, at a
+    folder (``.../shapes.py:slow_function``) or package (``...models.mlp:step``), then to the
+    file or module alone (``shapes.py:slow_function``), then cut (``...es.py:slow_function``);
+    the function itself is cut only where nothing else is left. A text without a function (a
+    script, a suite) is shortened as a location."""
+    if len(text) <= width:
+        return text
+    module, colon, function = text.rpartition(":")
+    if not colon or not module or function.split(" (", 1)[0].isdigit():
+        return _location(text, width)
+    sep = "." if _dotted(module, function) else "/"
+    room = width - 3 - len(colon + function)
+    cut = module.find(sep, len(module) - room) if room > 0 else -1
+    if cut > 0:
+        return "..." + module[cut + (sep == "."):] + colon + function
+    bare = _bare(text)
+    if len(bare) <= width:
+        return bare
+    if len(function) + 4 <= width:
+        return middle(text, width, end=1.0)
+    return middle(function, width)
 
 
 # The pieces of an argument path or a cause: ``[key]`` (quotes kept whole: ``['a.b']``),

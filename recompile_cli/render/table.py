@@ -32,6 +32,7 @@ from recompile_cli.session.locations import relative, relative_in
 from recompile_cli.session.model import CauseCode, Event, Owner
 
 _MAX_ROWS = 30
+_ALSO_SHOWN = 3  # the other changes of a cause-table row listed under it
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ def render(report: Report, show_all: bool = False, style: Style = TERMINAL,
     if style is MARKDOWN:
         head = [line + "  " for line in head]  # Markdown line breaks
     lines = _prose(head, fits)
+    lines += warmup_coverage.text_section(report, style.heading, style.text,
+                                          lambda table: _table(table, style, fits),
+                                          lambda text: _prose(text, fits))
     lines += _cause_table(report, style, fits)
     lines += wasted_compiles.text_section(
         report, show_all, style.heading, style.bullet, style.text, style.prose,
@@ -131,13 +135,30 @@ Table = fit.Table
 def cause_rows(report: Report) -> Table:
     """The cost-ranked causes; a function is named with its package where that is not its owner
     (``FunctionRow.label``), so that, e.g., flax's internal ``<lambda>`` never reads as one of
-    yours and a library's function that you jitted keeps its library's name."""
+    yours and a library's function that you jitted keeps its library's name. The other changes
+    of a row's compiles (``CauseRow.also``) follow it, one row each (``+ weak_type``), with no
+    count or seconds of their own: the same compiles made them."""
     label = {(f.name, f.owner): f.label for f in report.functions}
-    rows = [[f"x{r.count}", f"slow:{r.code}" if r.kind == RowKind.SLOW_CALLS else r.code,
-             label.get((r.function, r.owner), r.function),
-             r.argument, r.values, location(r.call_site), r.seconds]
-            for r in report.cause_table[:_MAX_ROWS]]
-    return ["count", "cause", "function", "argument", "values", "call", "seconds"], rows
+    rows = []
+    for r in report.cause_table[:_MAX_ROWS]:
+        rows.append([f"x{r.count}", f"slow:{r.code}" if r.kind == RowKind.SLOW_CALLS else r.code,
+                     label.get((r.function, r.owner), r.function),
+                     r.argument, r.values, location(r.call_site), r.seconds])
+        rows += [["", f"+ {a.code}", "", a.argument, a.values, "", ""]
+                 for a in r.also[:_ALSO_SHOWN]]
+        if len(r.also) > _ALSO_SHOWN:
+            rows.append(["", f"+ {len(r.also) - _ALSO_SHOWN} more changes (see --format json)",
+                         "", "", "", "", ""])
+    return ["count", "cause", "function", "argument", "values", "call",
+            cost_header(report)], rows
+
+
+def cost_header(report: Report) -> str:
+    """The cause table's seconds column: ``seconds`` (trace, lowering and compile), or what a
+    forecast measured, ``trace s`` (``trace+lower s`` with ``--lower``): the same name means the
+    same seconds in every command."""
+    stages = report.cost_stages
+    return "seconds" if stages == "trace+lower+compile" else f"{stages} s"
 
 
 def cause_table_title(report: Report) -> str:
@@ -220,7 +241,7 @@ def _cause_table(report: Report, style: Style, width: int | None) -> list[str]:
     if not report.cause_table:
         return []
     lines = ["", style.heading.format(cause_table_title(report)),
-             _table(cause_rows(report), style, width)]
+             _table(cause_rows(report), style, width, last=("call", cost_header(report)))]
     if len(report.cause_table) > _MAX_ROWS:
         lines.append(f"... {len(report.cause_table) - _MAX_ROWS} more (see --format json)")
     return lines
@@ -254,10 +275,11 @@ def _events(report: Report, show_all: bool, style: Style, width: int | None) -> 
     return lines
 
 
-def _table(table: Table, style: Style, width: int | None) -> str:
-    """The table in the style: the one layout of every table (``fit.table``)."""
+def _table(table: Table, style: Style, width: int | None, last: tuple[str, ...] = ()) -> str:
+    """The table in the style: the one layout of every table (``fit.table``; ``last``: the
+    columns it leaves out last)."""
     return fit.table(table, width, style.text, markdown=not style.fits,
-                     zero=SAY_NOTHING_AT_ZERO)
+                     zero=SAY_NOTHING_AT_ZERO, last=last)
 
 
 def _top_causes(causes: dict[CauseCode, int], limit: int = 3) -> str:

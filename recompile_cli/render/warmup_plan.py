@@ -31,7 +31,7 @@ from recompile_cli.analysis.warmup.plan import check_placement as _check_placeme
 from recompile_cli.analysis.warmup.project import checked_files, imported_modules
 from recompile_cli.render.escape import controls, python_comment, terminal
 from recompile_cli.session.codec import indented
-from recompile_cli.session.locations import relative
+from recompile_cli.session.locations import parse, relative
 from recompile_cli.session.model import Leaf
 from recompile_cli.session.warmup import Node, NodeKind, Placement, Value, ValueKind
 
@@ -61,13 +61,22 @@ def render_plan(plan: Plan, source: str, folder: str | None = None,
     root, checked = checked_files(plan)  # OutsideRoot: no plan is written
     files = {dotted(module): _relative(path, folder) for module, path in checked.items()}
     blocks = list(_blocks(plan))
+    first_calls = ast.Dict(
+        [_first_call_key(members[0], folder) for members, _, _ in blocks],
+        [_name(block.name) for _, _, block in blocks])
     sections: list[list[ast.stmt]] = [
         [ast.Expr(_docstring(plan, source, name, root, checked))],
         [_Note("The files of the modules below that may have to be loaded by path."),
          _assign("_FILES", _constant(dict(sorted(files.items()))))],
-        *([note, block] for note, block in blocks),
-        [_Note("Every block, in the order the run first compiled them."),
-         _assign("BLOCKS", ast.List([_name(block.name) for _, block in blocks], _LOAD))],
+        *([note, block] for _, note, block in blocks),
+        [_Note("Every block of a jitted object a module holds, in the order the run first "
+               "compiled them."),
+         _assign("BLOCKS", ast.List([_name(block.name) for members, _, block in blocks
+                                     if members[0].importable], _LOAD))],
+        [_Note("Every block by its function (name, file relative to this plan, line): what a"),
+         _Note("first call of that function warms up (run --after-warmup on a script without"),
+         _Note("a main guard, or a jit made inside a function)."),
+         _assign("AT_FIRST_CALL", first_calls)],
         _unplayable(plan)]
     written = [_section(statements) for statements in sections]
     return "\n\n\n".join([written[0], _fixed(_HELPERS), *written[1:], _fixed(_WARM_UP)]) + "\n"
@@ -188,21 +197,60 @@ def _docstring(plan: Plan, source: str, name: str, root: str, files: dict[str, s
            if modules else "What it runs: no module of yours (no signature is planned).\n"))
 
 
-def _blocks(plan: Plan) -> Iterator[tuple[_Note, ast.FunctionDef]]:
-    """Each function's block: a note, then ``def _name():`` yielding its signatures."""
+def _blocks(plan: Plan) -> Iterator[tuple[list[Planned], _Note, ast.FunctionDef]]:
+    """Each function's block: a note, then ``def _name(f=None):`` yielding its signatures
+    (``f``: the jitted object, imported where a module holds it, else given by the first
+    call that warms it up: ``def _name(f):``)."""
     names: set[str] = set()
-    for members in plan.functions().values():
+    for members in plan.first_call_functions().values():
         first = members[0]
-        name = "_" + dotted(first.qualname).replace(".", "_")
-        while name in names or name in _RESERVED:
+        name = block_name(first)
+        while name in names:
             name += "_"
         names.add(name)
         defined = relative(first.key.partition("@")[2]) or "?"
-        jitted = _call("_jitted", ast.Constant(dotted(first.module)),
-                       ast.Constant(dotted(first.qualname)))
-        body = [_assign("f", jitted), *(s for planned in members for s in _signature(planned))]
-        yield (_Note(f"-- {first.function} ({defined}): {counted(len(members), 'signature')} --"),
-               ast.FunctionDef(name, _NO_ARGUMENTS, body, []))
+        if first.importable:
+            jitted = _call("_jitted", ast.Constant(dotted(first.module)),
+                           ast.Constant(dotted(first.qualname)))
+            given = ast.Compare(_name("f"), [ast.Is()], [ast.Constant(None)])
+            head = [_assign("f", ast.IfExp(given, jitted, _name("f")))]
+            arguments = ast.arguments(posonlyargs=[], args=[ast.arg("f")], kwonlyargs=[],
+                                      kw_defaults=[], defaults=[ast.Constant(None)])
+            note = ""
+        else:
+            head, note = [], ", warmed at its first call (no module holds its jit)"
+            arguments = ast.arguments(posonlyargs=[], args=[ast.arg("f")], kwonlyargs=[],
+                                      kw_defaults=[], defaults=[])
+        body = [*head, *(s for planned in members for s in _signature(planned))]
+        yield (members, _Note(f"-- {first.function} ({defined}): "
+                              f"{counted(len(members), 'signature')}{note} --"),
+               ast.FunctionDef(name, arguments, body, []))
+
+
+def _first_call_key(planned: Planned, folder: str | None) -> ast.expr:
+    """(function name, its file relative to the plan's folder, its line): how a first call
+    finds its block."""
+    found = parse(planned.key.partition("@")[2])
+    if found is None:
+        return _constant((planned.function, "", 0))
+    return _constant((planned.function, _relative(found.path, folder), found.line))
+
+
+def block_name(planned: Planned) -> str:
+    """The name of the plan's block that holds ``planned``'s function (``_train_step``), as
+    ``render_plan`` names it where no other block takes that name first."""
+    qualname = planned.qualname or planned.function
+    name = "_" + "".join(c if c.isalnum() or c == "_" else "_" for c in qualname)
+    while name in _RESERVED or not name.isidentifier() or not name.isascii():
+        name += "_"
+    return name
+
+
+def signature_source(planned: Planned) -> str:
+    """The lines of one signature as a plan's block holds them (its comment, ``label = ...``,
+    ``yield ...``), to add to that block: written and checked as ``render_plan`` writes every
+    block (``Unwritable`` when a part cannot be)."""
+    return _section(_signature(planned))
 
 
 def _signature(planned: Planned) -> list[ast.stmt]:
@@ -339,7 +387,8 @@ def _unplayable(plan: Plan) -> list[ast.stmt]:
 
 _RESERVED = {"_module", "_ref", "_jitted", "_array", "_key_dtype", "_devices", "_device",
              "_mesh", "_named", "_node", "_namedtuple", "_dataclass", "_Skip", "_HERE",
-             "_FILES", "_same_file", "_loaded", "_treedef", "_mapping", "_NnxJitted"}
+             "_FILES", "_same_file", "_loaded", "_treedef", "_mapping", "_NnxJitted", "_",
+             "_compile", "_persistent_cache", "_claimed", "_compile_claimed"}
 
 _HELPERS = '''import collections.abc
 import dataclasses
@@ -507,31 +556,80 @@ def _treedef(tree):
     data: jax.example_libraries' OptimizerState, equinox.filter_jit's static arguments)."""
     return jax.tree_util.tree_structure(tree)'''
 
-_WARM_UP = '''def warm_up(parallel=None):
-    """Compile every signature of BLOCKS: one after the other, or ``parallel`` at a time in
-    threads (XLA releases the GIL while it compiles).
+_WARM_UP = '''def _compile(item):
+    function, label, lower = item
+    try:
+        lower().compile()
+    except _Skip as exc:
+        return "skipped", (function, label, str(exc))
+    except Exception as exc:
+        return "failed", (function, label, f"{type(exc).__name__}: {exc}")
+    return "compiled", (function, label)
+
+def _persistent_cache(cache_dir):
+    """Turn JAX's persistent compilation cache on at ``cache_dir`` (every compile written)."""
+    cache_dir = os.path.abspath(cache_dir)
+    if jax.config.jax_compilation_cache_dir != cache_dir:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        try:  # a cache JAX already looked at (or not) is looked at again (JAX 0.10, 0.12)
+            from jax._src import compilation_cache
+
+            compilation_cache.reset_cache()
+        except Exception:
+            pass
+    jax.config.update("jax_enable_compilation_cache", True)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return cache_dir
+
+def _claimed(claims, index):
+    try:
+        os.close(os.open(os.path.join(claims, str(index)), os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+def _compile_claimed(work, claims):
+    """Compile each signature no other process claimed first; the indexes compiled."""
+    return [i for i, item in enumerate(work) if _claimed(claims, i) and _compile(item)]
+
+def warm_up(parallel=None, processes=None, cache_dir=None):
+    """Compile every signature of BLOCKS: one after the other, ``parallel`` at a time in
+    threads (XLA releases the GIL while it compiles), or in ``processes`` processes.
+
+    With ``processes=N`` (and ``cache_dir``, or JAX's compilation_cache_dir already set), N - 1
+    other processes start and compile signatures into JAX's persistent compilation cache while
+    this one compiles its own (each signature claimed by whichever process comes to it first);
+    this process then loads the others' from the cache, so its in-memory caches hold every
+    signature. Give the serving job the same absolute cache_dir.
 
     Returns {"compiled": [(function, label)], "skipped": [(function, label, reason)]}: what
     this machine cannot compile (devices it lacks) is skipped and listed. Raises RuntimeError
     naming every signature that failed to lower or compile, after trying all of them.
     """
     work = [item for block in BLOCKS for item in block()]
+    if processes is not None and processes > 1 and len(work) > 1:
+        import subprocess
+        import tempfile
 
-    def one(item):
-        function, label, lower = item
-        try:
-            lower().compile()
-        except _Skip as exc:
-            return "skipped", (function, label, str(exc))
-        except Exception as exc:
-            return "failed", (function, label, f"{type(exc).__name__}: {exc}")
-        return "compiled", (function, label)
-
+        cache_dir = cache_dir or jax.config.jax_compilation_cache_dir
+        if not cache_dir:
+            raise ValueError("warm_up(processes=N) needs cache_dir= (or JAX's "
+                             "compilation_cache_dir): the processes share their compiles there")
+        cache_dir = _persistent_cache(cache_dir)
+        with tempfile.TemporaryDirectory(prefix="warmup_claims_") as claims:
+            command = [sys.executable, os.path.abspath(__file__), "--claims", claims, cache_dir]
+            others = [subprocess.Popen(command) for _ in range(processes - 1)]
+            try:
+                _compile_claimed(work, claims)
+            finally:
+                for other in others:
+                    other.wait()
     if parallel is not None and parallel > 1:
         with ThreadPoolExecutor(max_workers=parallel) as pool:
-            results = list(pool.map(one, work))
+            results = list(pool.map(_compile, work))
     else:
-        results = [one(item) for item in work]
+        results = [_compile(item) for item in work]
     done = {"compiled": [], "skipped": [], "failed": []}
     for status, detail in results:
         done[status].append(detail)
@@ -541,6 +639,10 @@ _WARM_UP = '''def warm_up(parallel=None):
     return {"compiled": done["compiled"], "skipped": done["skipped"]}
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--claims"]:  # one of warm_up(processes=N)'s other processes
+        _persistent_cache(sys.argv[3])
+        _compile_claimed([item for block in BLOCKS for item in block()], sys.argv[2])
+        sys.exit(0)
     found = warm_up(int(sys.argv[1]) if len(sys.argv) > 1 else None)
     compiled, skipped = found["compiled"], found["skipped"]
     print(f"warm-up: {len(compiled)} signatures compiled, {len(skipped)} skipped")
@@ -561,7 +663,14 @@ def summary_text(plan: Plan, written: str, source: str) -> str:
         site = relative(first.call_site) or "an unknown call site"
         lines.append(f"- {terminal(first.function)}: {counted(len(members), 'signature')}, first "
                      f"compiled at {terminal(site)}")
-    if not plan.planned:
+    for members in plan.first_call_functions().values():
+        first = members[0]
+        if not first.importable:
+            site = relative(first.call_site) or "an unknown call site"
+            lines.append(f"- {terminal(first.function)}: {counted(len(members), 'signature')} "
+                         f"warmed at its first call (no module holds its jit), first compiled "
+                         f"at {terminal(site)}")
+    if not plan.planned and not plan.at_first_call:
         lines.append("- nothing to warm up: no compile of the run can be replayed")
     if plan.unplayable:
         lines += ["", "Not replayable (not in the plan):"]
@@ -578,6 +687,9 @@ def summary_json(plan: Plan, written: str, source: str) -> str:
         "plan": written, "session": source, "target": plan.target,
         "jax_version": plan.jax_version, "backend": plan.backend,
         "signatures": len(plan.planned), "functions": len(plan.functions()),
+        "at_first_call": [{"function": p.function, "defined_at": p.key.partition("@")[2] or None,
+                           "signature": p.label, "call_site": p.call_site}
+                          for p in plan.at_first_call],
         "planned": [{"function": p.function, "defined_at": p.key.partition("@")[2] or None,
                      "module": p.module, "qualname": p.qualname, "signature": p.label,
                      "call_site": p.call_site, "compile_seconds": p.compile_seconds}

@@ -143,12 +143,30 @@ class Skipped(_Data, frozen=True, omit_defaults=True):
     reason: str
 
 
+class FirstCall(_Data, frozen=True, omit_defaults=True):
+    """The first call of a function that warmed up the plan's other signatures of it (a jit
+    no module holds, or a script without a main guard): the function (``name@file:line``),
+    when its warm-up ran, what it compiled, skipped, and could not compile (``failed``)."""
+
+    function: str
+    started_seconds: float
+    ended_seconds: float
+    compiled: int = 0
+    skipped: tuple[Skipped, ...] = ()
+    failed: tuple[Skipped, ...] = ()
+
+
 class Warmup(_Data, frozen=True, omit_defaults=True):
     """A warm-up plan that ran before the workload (``run --after-warmup``, ``guard``).
 
     ``ended_seconds`` (seconds since the recording started): every event that starts after it
-    is the workload's. ``compiled``: signatures the plan compiled; ``skipped``: what it has but
-    did not compile here; ``error``: what the plan raised (the workload did not run then)."""
+    is the workload's, but for a function warmed at its first call (``first_calls``): its
+    events up to the end of that warm-up are the first call's and the warm-up's.
+    ``compiled``: signatures the plan compiled; ``skipped``: what it has but did not compile
+    here; ``error``: what the plan raised (the workload did not run then).
+    ``at_first_call``: the plan compiled nothing up front (a script without a main guard) and
+    warms each function at its first call; ``waiting``: the functions it would warm at their
+    first call (``name@file:line``), streamed again as each first call warms one."""
 
     plan: str
     started_seconds: float
@@ -156,3 +174,6 @@ class Warmup(_Data, frozen=True, omit_defaults=True):
     compiled: int = 0
     skipped: tuple[Skipped, ...] = ()
     error: str | None = None
+    at_first_call: bool = False
+    waiting: tuple[str, ...] = ()
+    first_calls: tuple[FirstCall, ...] = ()

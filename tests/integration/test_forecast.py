@@ -170,3 +170,30 @@ def test_python_api_jits_a_plain_function_with_options():
     assert report.report.totals.compiles == 2
     with pytest.raises(TypeError, match=r"calls\[0\]"):
         recompile_cli.forecast(scale, [jnp.ones(3)])
+
+
+@requires_private_hooks
+@pytest.mark.parametrize("lower", [False, True])
+def test_the_cost_column_says_what_a_forecast_measured(cli, tmp_path, monkeypatch, lower):
+    """A forecast compiles nothing: its re-compilations' cost column is named for the seconds
+    it adds up (``trace s``, ``trace+lower s``), never ``seconds``, which in ``profile`` is
+    trace + lower + compile; the numbers are the events' own trace (and lowering) seconds."""
+    monkeypatch.setenv("COLUMNS", "160")
+    target = f"{SAMPLES / 'train_loop.py'}:train_step"
+    spec = SAMPLES / "train_loop.yaml"
+    header = "trace+lower s" if lower else "trace s"
+    result, report = cli.json("forecast", target, "--args", spec, *(["--lower"] * lower),
+                              tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split("Re-compilations by cost\n", 1)[1].splitlines()
+    assert table[0].split("  ")[-1].strip() == header, result.stdout
+    [event] = [e for e in user_events(report, "train_step") if e["cause"]["code"] == "shape"]
+    [row] = [r for r in report["cause_table"] if r["function"] == "train_step"]
+    assert row["seconds"] == pytest.approx(event["trace_seconds"] + event["lower_seconds"])
+    assert (event["lower_seconds"] > 0) == lower and event["compile_seconds"] == 0
+    assert f"{row['seconds']:.3f}" == table[2].split()[-1]
+    assert any(f"(`{header}`)" in w for w in report["warnings"])
+    # profile's column is the compile's whole cost, under the name it has always had
+    real = cli("profile", target, "--args", spec, "-q")
+    head = real.stdout.split("Re-compilations by cost\n", 1)[1].splitlines()[0]
+    assert head.split()[-1] == "seconds", real.stdout

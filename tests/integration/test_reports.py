@@ -70,7 +70,8 @@ def test_csv_folder_has_three_tables_that_pandas_reads_back(cli, neutral_cwd):
     assert (step["compiles"], step["causes"]) == (2, "first_compile:1;shape:1")
     causes = pd.read_csv(out / "causes.csv")
     assert list(causes.columns) == ["function", "owner", "code", "argument", "call_site",
-                                    "count", "seconds", "values", "first_event", "kind"]
+                                    "count", "seconds", "values", "first_event", "kind",
+                                    "also"]
 
 
 def test_report_does_not_import_jax(neutral_cwd):

@@ -144,3 +144,50 @@ def test_every_table_of_a_sample_fits_and_keeps_its_arguments(cli, monkeypatch, 
 def test_the_readme_says_its_blocks_are_made_at_100_columns():
     readme = (ROOT / "README.md").read_text()
     assert "100 columns" in readme.split("## Profile one function")[0]
+
+
+# A jitted step in a module two folders down, with a name too long to fit a gate table's
+# target column at 80 columns whole.
+CLASSIFIER = """
+    import jax, jax.numpy as jnp
+
+
+    @jax.jit
+    def train_classifier_step(params, batch):
+        return params - 0.1 * jnp.mean(batch @ params)
+"""
+STEPS = """
+    calls:
+      - sweep: {n: [32, 32, 4]}
+        args: [{array: [8, 1]}, {array: ["${n}", 8]}]
+"""
+
+
+@requires_private_hooks
+def test_at_80_columns_a_gate_target_keeps_its_function_and_a_location_its_file(
+        cli, monkeypatch, tmp_path):
+    folder = tmp_path / "experiments" / "vision"
+    folder.mkdir(parents=True)
+    source = textwrap.dedent(CLASSIFIER)
+    (folder / "wide_classifier.py").write_text(source)
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "return" in text)
+    (tmp_path / "steps.yaml").write_text(textwrap.dedent(STEPS))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    result = cli("profile", "experiments/vision/wide_classifier.py:train_classifier_step",
+                 "--args", "steps.yaml", "--max-compiles", "1")
+    text = result.stdout
+    assert result.exit_code == 1, result.output
+    assert max(map(len, text.splitlines())) <= 80, text
+    found = tables(text)
+    [gate] = [rows for rows in found.values() if rows and "target" in rows[0]]
+    target = whole(gate[0]["target"])
+    # the module path gives way, from its start; the function's name stays whole
+    assert target.startswith("...") and target.endswith(":train_classifier_step"), text
+    # the compile cost's line keeps its file name and line, its folders left out first
+    section = text.split("\nCompile cost\n", 1)[1].split("\nRecompilation events\n", 1)[0]
+    [cost] = tables(section).values()
+    assert [whole(row["line"]) for row in cost] == [f"wide_classifier.py:{line}"], text
+    # a cause code in "top causes" wraps between the counts, never cut in the middle
+    [function] = found["Functions"]
+    assert " ".join(function["top causes"]) == "first_compile 1, shape 1", text

@@ -206,13 +206,20 @@ SCRIPTS = {
 }
 
 
-def project(tmp_path: Path, name: str, source: str) -> Path:
-    """``train.py`` in a project folder of its own (its ``pyproject.toml`` makes it the root)."""
+NO_GUARD = """
+
+main()
+"""
+
+
+def project(tmp_path: Path, name: str, source: str, guard: bool = True) -> Path:
+    """``train.py`` in a project folder of its own (its ``pyproject.toml`` makes it the root),
+    its ``main()`` called under a main guard or, without one, at its top level."""
     folder = tmp_path / name
     folder.mkdir()
     (folder / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
     script = folder / "train.py"
-    script.write_text(textwrap.dedent(source) + MAIN)
+    script.write_text(textwrap.dedent(source) + (MAIN if guard else NO_GUARD))
     return script
 
 
@@ -225,11 +232,14 @@ def record_and_plan(cli, script: Path):
     return plan, summary.output
 
 
+@pytest.mark.parametrize("guard", [True, False], ids=["main_guard", "no_main_guard"])
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_a_real_training_step_compiles_nothing_after_its_warmup(cli, tmp_path, name):
+def test_a_real_training_step_compiles_nothing_after_its_warmup(cli, tmp_path, name, guard):
+    """With a main guard the plan runs before the guarded block; without one, the script runs
+    whole and ``train_step`` is warmed at its first call (issue 46, items 2 and 5)."""
     source, library, written = SCRIPTS[name]
     pytest.importorskip(library)
-    script = project(tmp_path, name, source)
+    script = project(tmp_path, name, source, guard)
     plan, summary = record_and_plan(cli, script)
     assert "train_step: 2 signatures" in summary, summary
     assert "train_step (" not in summary.partition("Not replayable")[2], summary
@@ -238,8 +248,15 @@ def test_a_real_training_step_compiles_nothing_after_its_warmup(cli, tmp_path, n
     assert result.exit_code == 0, result.output
     coverage = report["warmup_coverage"]
     assert coverage["error"] is None
-    assert coverage["compiled"] == 2
     assert coverage["compiles_after"] == 0, coverage["misses"]
+    assert report["warmup"].get("at_first_call", False) is not guard
+    if guard:
+        assert coverage["compiled"] == 2
+    else:  # the first call's own signature may compile after its warm-up, as its call goes on
+        (first,) = report["warmup"]["first_calls"]
+        assert first["function"].startswith("train_step@") and not first.get("failed")
+        assert first["compiled"] == 2 and coverage["compiled"] >= 1
+        assert "warm-up at first call: train_step at " in result.output
 
 
 def test_an_optimizer_made_inside_main_is_named_and_the_rest_warms_up(cli, tmp_path):

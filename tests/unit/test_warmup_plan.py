@@ -364,8 +364,9 @@ def test_a_treedef_and_a_mapping_held_as_static_data_are_written_from_their_part
 
 
 # The writer: what turns the tree into text. Terminal summaries: text for people, not code.
-WRITER = {"render_plan", "_section", "_written", "_laid", "_items", "_fixed"}
-NOT_CODE = {"summary_text", "summary_json", "_relative"}
+WRITER = {"render_plan", "_section", "_written", "_laid", "_items", "_fixed",
+          "signature_source"}
+NOT_CODE = {"summary_text", "summary_json", "_relative", "block_name"}
 
 
 def test_the_writer_builds_nodes_and_formats_no_code():

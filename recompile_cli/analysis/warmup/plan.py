@@ -70,6 +70,11 @@ class Planned:
     files: dict[str, str]
     context: dict[str, str]  # tracing-context entries that differ from the run's start
 
+    @property
+    def importable(self) -> bool:
+        """Whether a module holds the jitted object (else only its first call can warm it)."""
+        return bool(self.module)
+
 
 @dataclass(frozen=True, slots=True)
 class Unplayable:
@@ -93,6 +98,8 @@ class Plan:
     backend: str
     planned: tuple[Planned, ...]
     unplayable: tuple[Unplayable, ...]
+    # signatures of jits no module holds (made inside a function): warmed at their first call
+    at_first_call: tuple[Planned, ...] = ()
 
     def functions(self) -> dict[str, list[Planned]]:
         """The planned signatures grouped by function key, in the order first compiled."""
@@ -101,17 +108,37 @@ class Plan:
             out.setdefault(planned.key, []).append(planned)
         return out
 
+    def first_call_functions(self) -> dict[str, list[Planned]]:
+        """Every function a first call can warm up (``run --after-warmup`` on a script without
+        a main guard, a jit made inside a function): the importable ones, then the others."""
+        out = self.functions()
+        for planned in self.at_first_call:
+            out.setdefault(planned.key, []).append(planned)
+        return out
+
 
 def plan(session: Session) -> Plan:
     """The warm-up plan of a session: each distinct signature it compiled that can be made
     again, and each one that cannot, with why."""
     planned: list[Planned] = []
+    first_calls: list[Planned] = []
     unplayable: dict[tuple[str, str], Unplayable] = {}
     seen: set[bytes] = set()
     for event in session.events:
         if not event.compiled or event.depth or event.error is not None:
             continue
         reason = replay_problem(session, event)
+        if reason is not None and _first_call_only(session, event):
+            assert event.replay is not None and event.signature is not None
+            identity = codec.encode((function_key(event.function, event.defined_at),
+                                     event.replay, list(event.signature.leaves.items())))
+            if identity not in seen:
+                try:
+                    first_calls.append(_planned(event, event.replay, event.signature,
+                                                session.base_context))
+                    seen.add(identity)
+                except Unwritable:
+                    pass
         if reason is None:
             assert event.replay is not None and event.signature is not None
             identity = codec.encode((function_key(event.function, event.defined_at),
@@ -137,7 +164,31 @@ def plan(session: Session) -> Plan:
                                          known.call_site, reason, known.compiles + 1)
     env = session.environment
     return Plan(session.target, env.jax_version, env.backend, tuple(planned),
-                tuple(unplayable.values()))
+                tuple(unplayable.values()), tuple(first_calls))
+
+
+def _first_call_only(session: Session, event: Event) -> bool:
+    """Whether the compile of ``event`` can be made again at its function's first call only:
+    everything of it is replayable but the jitted object, which no module holds."""
+    replay = event.replay
+    if (replay is None or replay.function is not None or replay.problem is None
+            or event.owner != Owner.USER or event.signature is None
+            or session.environment.hook_mode == HookMode.PUBLIC_ONLY):
+        return False
+    return (all(a.problem is None for a in replay.arguments)
+            and all(p.problem is None for p in replay.placements))
+
+
+def planned_of(session: Session, event: Event) -> Planned | None:
+    """The plan entry of one compile (what a plan would hold to make it again); None when it
+    cannot be replayed or written (``replay_problem``, ``Unwritable``)."""
+    if replay_problem(session, event) is not None and not _first_call_only(session, event):
+        return None
+    assert event.replay is not None and event.signature is not None
+    try:
+        return _planned(event, event.replay, event.signature, session.base_context)
+    except Unwritable:
+        return None
 
 
 def replay_problem(session: Session, event: Event) -> str | None:
@@ -169,9 +220,9 @@ def replay_problem(session: Session, event: Event) -> str | None:
 
 def _planned(event: Event, replay: Replay, sig: Signature, base_context: dict[str, str]
              ) -> Planned:
-    """The checked plan entry of one compile (``Unwritable`` naming what fails a check)."""
-    assert replay.function is not None
-    module, qualname = reference(replay.function)
+    """The checked plan entry of one compile (``Unwritable`` naming what fails a check); a
+    jitted object that no module holds has no ``module`` (a first call warms it up)."""
+    module, qualname = reference(replay.function) if replay.function is not None else ("", "")
     for argument in replay.arguments:
         if not argument.name:
             raise Unwritable("an argument without a name")

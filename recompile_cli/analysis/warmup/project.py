@@ -41,7 +41,7 @@ def checked_files(plan: Plan) -> tuple[str, dict[str, str]]:
     module given two files keeps the first planned one's (both are checked)."""
     root = project_root(plan)
     files: dict[str, str] = {}
-    for planned in plan.planned:
+    for planned in plan.planned + plan.at_first_call:
         for module, path in planned.files.items():
             _check(module, path, root)
             files.setdefault(module, path)
@@ -53,8 +53,8 @@ def imported_modules(plan: Plan) -> list[str]:
     static value, a dict key, a pytree node's type or its data refers to, each one given a
     file. (``plan`` checked each name: ``dotted``, ``reference``.)"""
     names: set[str] = set()
-    for planned in plan.planned:
-        names |= {planned.module, *planned.files}
+    for planned in plan.planned + plan.at_first_call:
+        names |= {*([planned.module] if planned.module else []), *planned.files}
         names |= {reference(text)[0] for text in references(planned.arguments)}
     return sorted(names)
 
@@ -81,8 +81,8 @@ def _program_file(plan: Plan) -> str | None:
     """The recorded program's file: ``__main__``'s (which must be the script the target
     names, for a script's run), else the file the target names, found among the recorded
     files."""
-    mains = {path for planned in plan.planned for module, path in planned.files.items()
-             if module == "__main__"}
+    mains = {path for planned in plan.planned + plan.at_first_call
+             for module, path in planned.files.items() if module == "__main__"}
     if len(mains) > 1:
         raise OutsideRoot(f"the session gives __main__ {len(mains)} files ("
                           f"{', '.join(sorted(_shown(path) for path in mains))}): a run has "
@@ -120,7 +120,7 @@ def _names(path: str, named: str) -> bool:
 def _recorded_paths(plan: Plan) -> list[str]:
     """The absolute files the plan's part of the session names, in the order planned."""
     out: list[str] = []
-    for planned in plan.planned:
+    for planned in plan.planned + plan.at_first_call:
         out += planned.files.values()
         for location in (planned.call_site, planned.key.partition("@")[2]):
             found = parse(location)

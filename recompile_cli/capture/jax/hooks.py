@@ -152,6 +152,9 @@ class Hooks:
         # over it and kept it) then only delegates to JAX's function and records nothing.
         self._active = False
         self._classes = signatures.EqualityClasses()  # static values, compared as JAX does
+        # called after each top-level trace of a miss with its ``TraceInfo`` and ``JitInfo``
+        # (``capture.running.first_call``: a plan's signatures warmed at a first call)
+        self.after_trace: Callable[[TraceInfo, Any], None] | None = None
 
     def install(self) -> None:
         # lazy: capture loads before the job's environment is set
@@ -229,9 +232,12 @@ class Hooks:
                                             ji.static_argnums, ji.static_argnames)
                                if depth == 0 and error is None
                                and not signatures.is_eager_primitive(fun) else None)
-                    self._on_trace(signatures.trace_info(
+                    info = signatures.trace_info(
                         fun, ji, dbg, avals, args, kwargs, depth, seconds, error, jaxpr,
-                        trace_context(), self._classes, started=start, flatten=flatten))
+                        trace_context(), self._classes, started=start, flatten=flatten)
+                    self._on_trace(info)
+                    if depth == 0 and error is None and self.after_trace is not None:
+                        self.after_trace(info, ji)  # a first call's warm-up (never raises)
             except Exception as exc:  # never raise into user code
                 self._report(exc)
 

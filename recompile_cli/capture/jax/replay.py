@@ -439,6 +439,31 @@ def _files(ref: str | None, arguments: list[Argument]) -> dict[str, str]:
     return out
 
 
+# -- lowering a traced jit again ---------------------------------------------------------------
+class _Jit:
+    """What ``jax._src.pjit.jit_lower`` reads of a ``jax.jit`` object: ``_fun`` and
+    ``_jit_info`` (JAX 0.10.2 and 0.12.1), so that the function a trace saw is lowered under
+    the very ``JitInfo`` it was traced with, filling the caches its jit object's calls hit."""
+
+    def __init__(self, fun: Any, ji: Any) -> None:
+        self._fun, self._jit_info = fun, ji
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        from jax._src import pjit  # lazy: capture loads before the job's environment is set
+
+        return pjit.jit_lower(self, *args, **kwargs)
+
+
+def lowerable(fun: Any, ji: Any) -> Any | None:
+    """An object whose ``lower(*args, **kwargs)`` lowers ``fun`` as its jit does (for a
+    warm-up at a first call); None where JAX has no ``pjit.jit_lower`` (feature-detected)."""
+    from jax._src import pjit  # lazy: capture loads before the job's environment is set
+
+    if not callable(getattr(pjit, "jit_lower", None)):
+        return None
+    return _Jit(fun, ji)
+
+
 # -- placements ----------------------------------------------------------------------------------
 def placements(in_shardings: Sequence[Any]) -> tuple[tuple[Placement, ...], tuple[int, ...]]:
     """(the distinct placements, each leaf's: 0 for none, else 1 + its index) of a lowering's

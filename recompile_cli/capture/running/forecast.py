@@ -28,10 +28,12 @@ if TYPE_CHECKING:  # the spec (and PyYAML) are imported by the commands that rea
 
 UNSPECIFIED = "UnspecifiedValue"  # how the lowering hook names an argument without a sharding
 NOTE = ("forecast: nothing was executed or compiled; each compile is predicted from a trace of "
-        "the target on abstract arguments (jax.ShapeDtypeStruct), so compile seconds are 0")
+        "the target on abstract arguments (jax.ShapeDtypeStruct), so compile seconds are 0 and "
+        "re-compilations are ranked by their trace seconds (`trace s`)")
 NOTE_LOWERED = ("forecast: nothing was executed or compiled; each compile is predicted from a "
                 "trace and lowering of the target on abstract arguments (jax.ShapeDtypeStruct), "
-                "so compile seconds are 0")
+                "so compile seconds are 0 and re-compilations are ranked by their trace and "
+                "lowering seconds (`trace+lower s`)")
 
 
 class NotTraceable(TypeError):

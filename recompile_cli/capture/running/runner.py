@@ -234,7 +234,7 @@ def run_script(path: str, script_args: list[str], options: RunOptions = RunOptio
                 else:
                     plan, parallel = options.after_warmup, options.warmup_parallel
                     warmup.run_main(script, lambda block: warmup.warm_up_first(
-                        recorder, plan, parallel, None if block else warmup.NO_MAIN_BLOCK))
+                        recorder, plan, parallel, up_front=block))
         except exits.INTERRUPTIONS:
             raise
         except warmup.WarmupFailed:

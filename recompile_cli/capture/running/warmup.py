@@ -9,9 +9,11 @@ raised. Every compile that starts after that moment is the workload's.
 
 A plan warms up the very function objects the workload calls: for a script, ``run_main`` runs
 the script as ``__main__`` in two parts, its definitions first, then the plan, then its
-``if __name__ == "__main__":`` block (the plan finds the script's functions in ``__main__``). A
-script without that block runs after the plan, whole: its own jitted functions do not exist yet
-when the plan runs, and the plan's error then says so.
+``if __name__ == "__main__":`` block (the plan finds the script's functions in ``__main__``).
+What the plan cannot warm up front, it warms at the first call (``capture.running.first_call``):
+a script without that block runs after the plan, whole, and each of its functions is warmed at
+its first call (``up_front`` False: the plan's ``warm_up`` is not called); a jit that no module
+holds (made inside a function) is warmed at its first call in either case.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from recompile_cli import exits
 from recompile_cli.capture.code.stack import exception_summary
+from recompile_cli.capture.running import first_call
 from recompile_cli.errors import TargetError
 from recompile_cli.session.warmup import Skipped, Warmup
 
@@ -37,8 +40,6 @@ if TYPE_CHECKING:
 _FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
-NO_MAIN_BLOCK = ("the script has no `if __name__ == \"__main__\":` block, so the plan ran before "
-                 "its functions were defined; move the script's work into such a block")
 
 
 def check_plan(path: str | Path, option: str = "--after-warmup") -> Path:
@@ -66,17 +67,20 @@ def check_plan(path: str | Path, option: str = "--after-warmup") -> Path:
 
 
 def run_plan(recorder: Recorder, plan: Path, parallel: int | None = None,
-             hint: str | None = None) -> Warmup:
-    """Import ``plan`` and call its ``warm_up``; the ``Warmup`` it made is recorded (and
-    returned). What the plan raises is the warm-up's ``error`` (with ``hint`` appended), and
-    the recorder's failure; Ctrl-C and SIGTERM propagate."""
+             hint: str | None = None, up_front: bool = True) -> Warmup:
+    """Import ``plan`` and call its ``warm_up`` (unless not ``up_front``); then warm the rest
+    of its ``AT_FIRST_CALL`` (all of it when not ``up_front``) at each function's first call.
+    The ``Warmup`` it made is recorded (and returned). What the plan raises is the warm-up's
+    ``error`` (with ``hint`` appended), and the recorder's failure; Ctrl-C and SIGTERM
+    propagate."""
     started = recorder.seconds()
-    compiled, error = 0, None
+    compiled, error, module = 0, None, None
     skipped: tuple[Skipped, ...] = ()
     try:
         module = _load(plan)
-        result = module.warm_up() if parallel is None else module.warm_up(parallel=parallel)
-        compiled, skipped = _result(result)
+        if up_front:
+            result = module.warm_up() if parallel is None else module.warm_up(parallel=parallel)
+            compiled, skipped = _result(result)
     except exits.INTERRUPTIONS:
         raise
     except BaseException as exc:
@@ -84,9 +88,32 @@ def run_plan(recorder: Recorder, plan: Path, parallel: int | None = None,
         if hint:
             error += f" ({hint})"
         recorder.fail(error, exc)
-    warmup = Warmup(str(plan), started, recorder.seconds(), compiled, skipped, error)
+    warmup = Warmup(str(plan), started, recorder.seconds(), compiled, skipped, error,
+                    at_first_call=not up_front)
+    if error is None and module is not None:
+        warmup = _at_first_calls(recorder, module, plan, warmup, up_front)
     recorder.warmed_up(warmup)
     return warmup
+
+
+def _at_first_calls(recorder: Recorder, module: Any, plan: Path, warmup: Warmup,
+                    up_front: bool) -> Warmup:
+    """``warmup`` waiting for the first calls of the plan's functions not warmed up front."""
+    warmed = getattr(module, "BLOCKS", ()) if up_front else ()
+    waiting = first_call.blocks(module, plan, warmed if isinstance(warmed, list) else ())
+    if not waiting:
+        return warmup
+    calls = first_call.FirstCalls(recorder, warmup, waiting, _skip_error(module))
+    if not recorder.after_each_trace(calls):
+        recorder.warn("the warm-up plan's functions that it warms at their first call were not "
+                      "warmed: that needs JAX's tracing internals (hook mode private)")
+        return warmup
+    return calls.warmup
+
+
+def _skip_error(module: Any) -> type[BaseException] | None:
+    kind = getattr(module, "_Skip", None)
+    return kind if isinstance(kind, type) and issubclass(kind, BaseException) else None
 
 
 class WarmupFailed(Exception):
@@ -94,10 +121,10 @@ class WarmupFailed(Exception):
 
 
 def warm_up_first(recorder: Recorder, plan: Path, parallel: int | None,
-                  hint: str | None = None) -> None:
+                  up_front: bool = True) -> None:
     """``run_plan``; ``WarmupFailed`` when the plan raised, so that the workload never runs
     after a warm-up that did not finish."""
-    if run_plan(recorder, plan, parallel, hint).error is not None:
+    if run_plan(recorder, plan, parallel, up_front=up_front).error is not None:
         raise WarmupFailed
 
 
