@@ -151,7 +151,8 @@ def callback_storm_text(lines: tuple[EagerLine, ...]) -> str:
             f"inputs, {counted(again, 'time')} in {counted(compiles, 'compile')} (a shape that "
             "depends on the values: boolean-mask indexing `x[mask]` of the callback's "
             "arguments). Fix: convert the callback's arguments to NumPy at its top "
-            "(`x = jax.tree.map(np.asarray, x)` for each argument `x`); NumPy operations compile nothing "
+            "(`x = jax.tree.map(np.asarray, x)` for each argument `x`); NumPy operations "
+            "compile nothing "
             f"(saves about {counted(again, 'compile')}, {seconds:.3f} s)")
 
 
