@@ -116,8 +116,12 @@ def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
 
 
 def _contains(listeners: list[Any], listener: Any) -> bool:
+    """Whether ``listener``, or an adapter of it (``_LegacyDurations``: found by its callback
+    even when this module was imported again since, as pytest's in-process ``pytester`` does),
+    is in ``listeners``."""
     try:
-        return any(item is listener or item == listener for item in listeners)
+        return any(item is listener or item == listener
+                   or getattr(item, "callback", None) == listener for item in listeners)
     except Exception:
         return False
 
