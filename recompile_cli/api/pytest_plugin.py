@@ -2,14 +2,16 @@
 ``pytest --recompile``.
 
 Registered through the ``pytest11`` entry point. A marked test, or one using the fixture, starts
-from clean JAX caches and is recorded with the Python API (``recompile_cli.record``), a marked
-one from its setup (its own fixtures; a shared fixture's setup is paused); a broken
-budget fails the test with the same message as ``recompile-cli``'s gates (function, counts,
-causes with the argument diff), from the same gate evaluator. With ``--recompile`` (or the ini
-key ``recompile = true``, or ``--recompile-save`` / ``--recompile-compare``) every test is
-recorded the same way, and ``api.suite`` prints the end-of-run table, saves the counts and
-fails the tests whose compiles grew against a saved baseline. JAX is imported only in tests
-that are recorded; ``api.suite`` only when the suite-wide mode is on.
+with JAX's caches forgotten for every function outside JAX (``Recording(keep_jax_caches=True)``:
+JAX's own op-by-op programs stay compiled from test to test) and is recorded with the Python API
+(``recompile_cli.record``), a marked one from its setup (its own fixtures; a shared fixture's
+setup is paused); a broken budget fails the test with the same message as ``recompile-cli``'s
+gates (function, counts, causes with the argument diff), from the same gate evaluator. With
+``--recompile`` (or the ini key ``recompile = true``, or ``--recompile-save`` /
+``--recompile-compare``) every test is recorded the same way, and ``api.suite`` prints the
+end-of-run table, saves the counts and fails the tests whose compiles grew against a saved
+baseline. JAX is imported only in tests that are recorded; ``api.suite`` only when the
+suite-wide mode is on.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ RECORDING: pytest.StashKey[Recompiles] = pytest.StashKey()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("recompile-cli", "recompile-cli: JAX compile counts per test")
     group.addoption("--recompile", action="store_true", default=None,
-                    help="record every test's JAX traces and compiles (each from clean JAX "
-                    "caches) and print the tests and functions with the most compiles at the "
-                    "end (ini: recompile = true)")
+                    help="record every test's JAX traces and compiles (each as in a fresh "
+                    "process for every function outside JAX) and print the tests and "
+                    "functions with the most compiles at the end (ini: recompile = true)")
     group.addoption("--recompile-save", metavar="FILE", default=None,
                     help="write each test's compiles per function to FILE (JSON), a baseline "
                     "for --recompile-compare; implies --recompile")
@@ -80,7 +82,8 @@ class Recompiles:
         # the plugin loads in every pytest session: the API only in tests that use it
         from recompile_cli.api.recording import Recording
 
-        self._recording = Recording(name)
+        # JAX's own programs stay compiled from test to test (``keep_jax_caches``)
+        self._recording = Recording(name, keep_jax_caches=True)
         self._recording.__enter__()
 
     def paused(self) -> Any:
@@ -136,7 +139,8 @@ _BLIND = ("recompile-cli: the test removed recompile-cli's jax.monitoring listen
 
 @pytest.fixture
 def recompiles(request: pytest.FixtureRequest) -> Iterator[Recompiles]:
-    """Records the test (from clean JAX caches); assert on ``compiles()``, ``causes()``..."""
+    """Records the test (as in a fresh process for every function outside JAX); assert on
+    ``compiles()``, ``causes()``..."""
     started = request.node.stash.get(RECORDING, None)  # a marked or suite-wide test's
     recording = started if started is not None else Recompiles(request.node.nodeid)
     yield recording

@@ -1,8 +1,9 @@
 """``record()``: record a block, a function, a generator or a coroutine with the CLI's
 ``Recorder``, and ``analyse`` a session into a ``RecompileReport``; wiring only, no analysis.
 
-JAX loads when a recording starts (which clears JAX's caches unless ``keep_caches``), never on
-import; the pytest plugin imports this module, so analysis and capture are imported locally.
+JAX loads when a recording starts (which clears JAX's caches unless ``keep_caches``; or, with
+``keep_jax_caches``, forgets only what they hold for functions outside JAX), never on import; the
+pytest plugin imports this module, so analysis and capture are imported locally.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Recording:
 
     def __init__(self, target: str = "", *, keep_caches: bool = False,
                  hook_mode: HookMode = HookMode.PRIVATE,
-                 events_log: str | Path | None = None) -> None:
+                 events_log: str | Path | None = None, keep_jax_caches: bool = False) -> None:
         if not isinstance(target, str):
             raise TypeError(f"target={target!r}: use a label (a text) or decorate a function")
         if events_log is not None and not isinstance(events_log, (str, os.PathLike)):
@@ -65,6 +66,9 @@ class Recording:
             raise ValueError("events_log='': use a file path or None")
         self.target = target
         self.keep_caches = options.flag(keep_caches, "keep_caches")
+        # JAX's own programs (op-by-op, jnp) stay compiled; those of functions outside JAX are
+        # forgotten (``capture.jax.forget``): the pytest plugin's start of every test
+        self.keep_jax_caches = options.flag(keep_jax_caches, "keep_jax_caches")
         self.hook_mode = options.hook_mode(hook_mode, "hook_mode")
         self.events_log = events_log
         self._recorder: Recorder | None = None
@@ -80,11 +84,21 @@ class Recording:
             raise RuntimeError("this recording is already running; use a new "
                                "recompile_cli.record() for a nested block")
         if not self.keep_caches:
-            jax.clear_caches()
+            self._forget(jax)
         self._session, self._report = None, None
         self._recorder = Recorder(self.target or _caller_label(), hook_mode=self.hook_mode,
                                   events_log=self.events_log).start()
         return self
+
+    def _forget(self, jax: Any) -> None:
+        """Clear JAX's in-memory caches; with ``keep_jax_caches``, only what they hold for
+        functions outside JAX, where the private hooks may be used (else all of them)."""
+        if self.keep_jax_caches and self.hook_mode == HookMode.PRIVATE:
+            from recompile_cli.capture.jax.forget import forget_yours  # pytest plugin: light
+
+            if forget_yours() is None:
+                return
+        jax.clear_caches()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

@@ -1,10 +1,12 @@
 """``pytest --recompile``: every test recorded, an end-of-run table, a baseline saved and gated.
 
-The pytest plugin (``api.pytest_plugin``) records each test's call (from clean JAX caches, so a
-test's count is what it compiles in a fresh process, whatever ran before it) and hands the
-analysed recording to ``Suite.measured``: its compiles per function outside JAX (the user's and
-libraries') are kept, and with ``--recompile-compare`` a function that compiles more often than
-in the baseline fails the test with the function, ``before -> after``, the causes and where.
+The pytest plugin (``api.pytest_plugin``) records each test's call (with JAX's caches forgotten
+for every function outside JAX, so that a test's count of those is what it compiles in a fresh
+process, whatever ran before it; JAX's own programs stay compiled, and count in the first test
+that needed them) and hands the analysed recording to ``Suite.measured``: its compiles per
+function outside JAX (the user's and libraries') are kept, and with ``--recompile-compare`` a
+function that compiles more often than in the baseline fails the test with the function,
+``before -> after``, the causes and where.
 
 The counts travel on the test's report (``recompile_counts``, plain JSON data), so that under
 pytest-xdist the controller, which runs no test, sees every worker's tests: it prints the table
@@ -242,7 +244,8 @@ def summary(tests: dict[str, dict[str, Any]], top: int) -> list[str]:
     jax_seconds = sum(c["jax_compile_seconds"] for c in tests.values())
     lines = [f"{len(tests)} tests recorded, {again} with re-compiles: {compiles} compiles of "
              f"functions outside JAX ({recompiles} re-compiles), {seconds:.3f} s compiling; "
-             f"{jax} compiles inside JAX, {jax_seconds:.3f} s"]
+             f"{jax} compiles inside JAX, {jax_seconds:.3f} s (each in the first test that "
+             "needed it)"]
     blind = [t for t, c in tests.items() if c.get("blind")]
     if blind:
         lines.append(f"{len(blind)} tests removed recompile-cli's jax.monitoring listeners, so "

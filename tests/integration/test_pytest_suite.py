@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from jax_support import requires_private_hooks
 
 pytest_plugins = ["pytester"]
@@ -178,3 +179,98 @@ def test_a_baseline_that_is_not_one_is_a_usage_error(pytester):
     missing = pytester.runpytest("-p", "no:cacheprovider", "--recompile-compare=none.json")
     assert missing.ret == 4
     assert "no such file; write it first with --recompile-save" in missing.stderr.str()
+
+
+# Functions of yours that JAX (or a library) holds for you, shared by every test: each test below
+# asserts its own counts, so that a count that depended on which test ran first fails it.
+HELD = """
+import functools
+import jax, jax.numpy as jnp, pytest
+
+@jax.jit
+def inner(x):
+    return x * 3
+
+def body(carry, x):                      # a scan body of yours, scanned eagerly by JAX
+    return carry + inner(x), x
+
+vmapped = jax.jit(jax.vmap(lambda x: x + 1))   # JAX's vmap of a function of yours
+
+@functools.partial(jax.jit, static_argnums=1)
+def apply(x, fn):                        # a function of yours as a static argument
+    return fn(x)
+
+def double(x):
+    return 2 * x
+
+optax = pytest.importorskip("optax")
+optimizer = optax.sgd(0.1)               # a library's functions, made once for every test
+update = jax.jit(optimizer.update)
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_scan(recompiles, n):
+    jax.lax.scan(body, 0.0, jnp.ones(3))
+    assert (recompiles.traces("inner"), recompiles.compiles("inner")) == (1, 0)
+
+def tripled(x):                          # handed to a jitted function of JAX's as static
+    return inner(x)
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_static_of_jax(recompiles, n):
+    jnp.piecewise(jnp.arange(3.0), [jnp.arange(3.0) > 1], [tripled, double])
+    assert recompiles.traces("inner") == 1
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_vmap(recompiles, n):
+    vmapped(jnp.ones((2, 3)))
+    assert recompiles.compiles() == 1
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.max_compiles(apply=1)
+def test_static(recompiles, n):
+    apply(jnp.ones(3), double)
+    assert recompiles.compiles("apply") == 1
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_optax(recompiles, n):
+    params = {"w": jnp.ones(3)}
+    update(params, optimizer.init(params))
+    assert recompiles.compiles() == 1
+"""
+
+
+@requires_private_hooks
+def test_functions_of_yours_held_by_jax_or_a_library_count_alike_in_any_order(pytester):
+    pytest.importorskip("optax")
+    pytester.makepyfile(test_held=HELD)
+    forward = pytester.runpytest("-p", "no:cacheprovider", "--recompile",
+                                 "--recompile-save=forward.json")
+    forward.assert_outcomes(passed=10)
+    pytester.makeconftest(REVERSED)
+    backward = pytester.runpytest("-p", "no:cacheprovider", "--recompile",
+                                  "--recompile-save=reversed.json")
+    backward.assert_outcomes(passed=10)
+    assert _saved(pytester, "reversed.json") == _saved(pytester, "forward.json")
+    assert _saved(pytester, "forward.json")["test_held.py::test_static[2]"] == {"apply": 1}
+
+
+@requires_private_hooks
+def test_jax_own_programs_stay_compiled_from_test_to_test_and_yours_do_not():
+    import jax
+    import jax.numpy as jnp
+
+    from recompile_cli.api.recording import Recording
+    from recompile_cli.session.kinds import Owner
+
+    double = jax.jit(lambda x: x * 2)
+    x = jnp.ones((13, 17))  # a shape no other test compiles JAX's programs for
+    seen = []
+    for _ in range(2):
+        with Recording("a test", keep_jax_caches=True) as rec:
+            double(x)
+            jnp.sin(x) + 1.0  # op by op: JAX's own programs
+        inner = rec.report.report.totals.by_owner.get(Owner.JAX)
+        seen.append((rec.report.compiles(), inner.compiles if inner else 0))
+    (yours, jax_first), (yours_again, jax_again) = seen
+    assert yours == yours_again == 1  # as in a fresh process, both times
+    assert jax_first >= 2 and jax_again == 0  # sin and add compiled once, then kept
