@@ -67,9 +67,13 @@ def test_a_static_self_rebuilt_each_epoch_is_named_with_why():
             model.step(jnp.ones(3))
             model.step(jnp.ones(3))
     assert rec.report.compiles("step") == 3
-    assert causes(rec, "step")[1:] == [[("static_value", "self", "Model(k=2)", "Model(k=2)")]] * 2
+    # printed alike, told apart: the same parts (k=2), so which object each is
+    assert causes(rec, "step")[1:] == [
+        [("static_value", "self", "Model(k=2) [object #1]", "Model(k=2) [object #2]")],
+        [("static_value", "self", "Model(k=2) [object #2]", "Model(k=2) [object #3]")]]
     assert ("static argument self: a new object that prints the same but compares unequal "
-            "(Model.__eq__ is identity)") in details(rec, "step")
+            "(Model.__eq__ is identity); their parts are the same: another object (#1 -> #2), "
+            "made again") in details(rec, "step")
 
 
 def test_one_instance_and_value_equality_compile_once():
@@ -114,10 +118,11 @@ def test_a_static_function_rebuilt_each_call_is_a_new_object():
     (cause,) = causes(rec, "<lambda>")[1]
     # named as the user wrote it, where it is defined: no memory address tells them apart
     line = test_a_static_function_rebuilt_each_call_is_a_new_object.__code__.co_firstlineno + 4
-    assert cause == ("static_value", "fn", f"<lambda> (test_static_equality.py:{line})",
-                     f"<lambda> (test_static_equality.py:{line})")
+    assert cause == ("static_value", "fn", f"<lambda> (test_static_equality.py:{line}) [object #1]",
+                     f"<lambda> (test_static_equality.py:{line}) [object #2]")
     assert ("static argument fn: a new object that prints the same but compares unequal "
-            "(function.__eq__ is identity)") in details(rec, "<lambda>")
+            "(function.__eq__ is identity); their parts are the same: another object (#1 -> #2), "
+            "made again") in details(rec, "<lambda>")
 
 
 class Config(NamedTuple):
@@ -129,7 +134,8 @@ class Config(NamedTuple):
 @pytest.mark.parametrize(("first", "second", "argument", "before", "after"), [
     (Config(0.1, 2), Config(0.1, 3), "cfg.steps", "2", "3"),
     ((0.1, 2), (0.1, 3), "cfg[1]", "2", "3"),
-    (Config(0.1, 2, Model(1)), Config(0.1, 2, Model(1)), "cfg.obj", "Model(k=1)", "Model(k=1)"),
+    (Config(0.1, 2, Model(1)), Config(0.1, 2, Model(1)), "cfg.obj", "Model(k=1) [object #1]",
+     "Model(k=1) [object #2]"),
 ])
 def test_a_static_container_is_named_by_the_part_that_changed(first, second, argument, before,
                                                               after):
@@ -346,8 +352,8 @@ def test_a_static_field_that_prints_the_same_but_compares_unequal():
     with recompile_cli.record() as rec:
         take(Batch(jnp.ones(3), 4, Model(1)))  # type: ignore[arg-type]
         take(Batch(jnp.ones(3), 4, Model(1)))  # type: ignore[arg-type]
-    assert causes(rec, "take")[1] == [("tree_structure", "batch.name", "Model(k=1)",
-                                       "Model(k=1)")]
+    assert causes(rec, "take")[1] == [("tree_structure", "batch.name", "Model(k=1) [object #1]",
+                                       "Model(k=1) [object #2]")]
     assert any("prints the same but compares unequal (Model.__eq__ is identity)" in d
                for d in details(rec, "take"))
 

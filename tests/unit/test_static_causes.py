@@ -110,7 +110,9 @@ def test_a_static_field_that_prints_the_same_but_compares_unequal():
     same = "Cfg()"
     (cause,) = last(with_state(state(same)),
                     with_state(state(same, Note(FIELD, 1, "Cfg", identity=True))))
-    assert brief(cause) == ("tree_structure", "state.tx", same, same)
+    # printed alike, told apart by which object each is
+    assert brief(cause) == ("tree_structure", "state.tx", f"{same} [object #1]",
+                            f"{same} [object #2]")
     assert NEW_OBJECT_SAME_TEXT + " (Cfg.__eq__ is identity)" in cause.detail
 
 

@@ -3,7 +3,10 @@ named down to the part that changed.
 
 A static value is compared as JAX compares it (``nearest.static_keys``: its equality class where
 the recording has one), so a value that prints the same as before but compares unequal is said
-to be one (``Model.__eq__`` is identity). A structure stored as a node map
+to be one (``Model.__eq__`` is identity), and the two are told apart (``told_apart``): by the
+first of their parts that differs (the functions an optimizer closes over, a partial's
+arguments, an object's attributes), else as two objects (``[object #1] -> [object #2]``).
+A structure stored as a node map
 (``session.structures``) is diffed path by path: a static field of a registered dataclass, a
 flax ``struct`` or an equinox ``Module`` is named (``state.tx``) with that field's values only,
 a custom node's aux data as ``batch.<aux>``, an entry added as ``batch['y']``. A static
@@ -37,7 +40,7 @@ from recompile_cli.session.structures import (
 )
 
 __all__ = ["AUX_DATA", "EQUAL_OTHER_TYPE", "NEW_OBJECT_SAME_TEXT", "PRINTS_SAME_UNEQUAL",
-           "STATIC_FIELD", "static_cause", "structure_causes", "unequal_text"]
+           "STATIC_FIELD", "static_cause", "structure_causes", "told_apart", "unequal_text"]
 
 _ABSENT = "(absent)"
 # descriptions of a node map part that are shapes, not values: added or removed, a leaf, a
@@ -64,9 +67,51 @@ def static_cause(name: str, new: Signature, old: Signature) -> Cause:
     diffs = structure_diff(before_text, after_text)
     if diffs and not _all_new(name, diffs, before_text) and not _other_type(name, new, old):
         return _static_part_cause(name, diffs, new, old)
-    before, after = shown_pair(treedef_text(before_text), treedef_text(after_text))
+    before, after = told_apart(treedef_text(before_text), treedef_text(after_text),
+                               old.static_classes.get(name), new.static_classes.get(name))
     return Cause(CauseCode.STATIC_VALUE, argument=name, before=before, after=after,
                  detail=_static_detail(name, new, old))
+
+
+def told_apart(before: str, after: str, was: StaticClass | None, now: StaticClass | None
+               ) -> tuple[str, str]:
+    """Two values for display (``shown_pair``); where they print alike, each followed by what
+    tells it apart: the first of its parts that differs (``[.update.<transforms>[0]: function
+    ...scale_by_adam...]``: the recording's ``telling``), else which object it is (``[object
+    #1]``: the same parts, another object)."""
+    if before != after or was is None or now is None:
+        return shown_pair(before, after)
+    head = shown(before, SHOWN_ALIKE)
+    part = _first_difference(was.telling, now.telling)
+    if part is not None:
+        path, b, a = part
+        return f"{head} [{path}: {b}]", f"{head} [{path}: {a}]"
+    if was.ordinal != now.ordinal:
+        return f"{head} [object #{was.ordinal + 1}]", f"{head} [object #{now.ordinal + 1}]"
+    return shown_pair(before, after)
+
+
+SHOWN_ALIKE = 48  # characters of a value shown before what tells it apart from another
+
+
+def _first_difference(before: str, after: str) -> tuple[str, str, str] | None:
+    """The first part (``path``, before, after) at which two ``telling`` texts differ, a part
+    on one side only shown as ``(absent)``; None when they agree or either is unknown."""
+    if not before or not after or before == after:
+        return None
+    old, new = _parts(before), _parts(after)
+    for path in [*old, *(p for p in new if p not in old)]:
+        if old.get(path) != new.get(path):
+            return path, old.get(path, _ABSENT), new.get(path, _ABSENT)
+    return None
+
+
+def _parts(text: str) -> dict[str, str]:
+    parts: dict[str, str] = {}
+    for line in text.splitlines():
+        path, _, description = line.partition("\t")
+        parts.setdefault(path, description)
+    return parts
 
 
 def _all_new(name: str, diffs: list[tuple[str, str | None, str | None]], before: str) -> bool:
@@ -89,7 +134,7 @@ def _static_detail(name: str, new: Signature, old: Signature) -> str:
             return (f"static argument {name}: {EQUAL_OTHER_TYPE} ({was.type} -> {now.type}): "
                     "JAX keys a static argument on its type as well as its value")
         if before == after:
-            return f"static argument {name}: " + unequal_text(was, now)
+            return f"static argument {name}: " + unequal_text(was, now) + _parts_text(was, now)
         if now.identity and now.type == was.type:
             return (f"static argument {name}: a new {now.type} object, compared by identity "
                     f"({now.type}.__eq__ is identity)")
@@ -116,6 +161,18 @@ def unequal_text(was: StaticClass, now: StaticClass) -> str:
     return f"a value that {PRINTS_SAME_UNEQUAL} ({kind}.__eq__ or __hash__ tells them apart)"
 
 
+def _parts_text(was: StaticClass, now: StaticClass) -> str:
+    """What tells apart two values that print alike, for a cause's detail: the part that
+    differs, or that only the object does (the same parts: made again)."""
+    part = _first_difference(was.telling, now.telling)
+    if part is not None:
+        return f"; they differ at {part[0]}: {part[1]} -> {part[2]}"
+    if was.telling and was.telling == now.telling and was.ordinal != now.ordinal:
+        return (f"; their parts are the same: another object (#{was.ordinal + 1} -> "
+                f"#{now.ordinal + 1}), made again")
+    return ""
+
+
 def _static_part_cause(name: str, diffs: list[tuple[str, str | None, str | None]],
                        new: Signature, old: Signature) -> Cause:
     """The cause of the first differing part of a static container (``cfg.steps``) or of a
@@ -129,7 +186,7 @@ def _static_part_cause(name: str, diffs: list[tuple[str, str | None, str | None]
                        f"{shown(_part(new, p, aa)[0], 60)}" for p, bb, aa in diffs[1:4])
     also = (f"; also {others}" + (f" (and {len(diffs) - 4} more)" if len(diffs) > 4 else "")
             if others else "")
-    shown_before, shown_after = shown_pair(before, after)
+    shown_before, shown_after = _alike(before, after, b_note, a_note)
     wrapper = top_name(path) != name  # a part of the user's arguments, not of the static
     if note is not None and note.kind == LEAF:
         if before == after:
@@ -151,6 +208,17 @@ def _static_part_cause(name: str, diffs: list[tuple[str, str | None, str | None]
         detail = f"the structure of static argument {name} changed at {path}"
     return Cause(CauseCode.TREE_STRUCTURE if wrapper else CauseCode.STATIC_VALUE, argument=path,
                  before=shown_before, after=shown_after, detail=detail + also)
+
+
+def _alike(before: str, after: str, b_note: Note | None, a_note: Note | None
+           ) -> tuple[str, str]:
+    """Two parts of node maps for display (``shown_pair``); where they print alike but their
+    notes count them as different values, which object each is (``[object #2]``)."""
+    if (before == after and b_note is not None and a_note is not None
+            and b_note.unequal != a_note.unequal):
+        head = shown(before, SHOWN_ALIKE)
+        return f"{head} [object #{b_note.unequal + 1}]", f"{head} [object #{a_note.unequal + 1}]"
+    return shown_pair(before, after)
 
 
 def _part(sig: Signature, path: str, description: str | None) -> tuple[str, Note | None]:
@@ -193,7 +261,7 @@ def structure_causes(name: str, new: Signature, old: Signature) -> Iterator[Caus
     more = (f" (and {len(attributes) - LISTED_PARTS} more)"
             if len(attributes) > LISTED_PARTS else "")
     for path, b, b_note, a, a_note, note in parts[:LISTED_PARTS]:
-        before, after = shown_pair(b, a)
+        before, after = _alike(b, a, b_note, a_note)
         if note is None:  # a part added or removed, or of another kind (None -> an array)
             detail = "pytree structure changed: " + (
                 f"{name}{path} added" if b == _ABSENT else f"{name}{path} removed"

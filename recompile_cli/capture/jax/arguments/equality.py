@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from recompile_cli.capture.jax.arguments.telling import telling
 from recompile_cli.session.model import StaticClass
 
 __all__ = ["EqualityClasses", "Klass", "type_name"]
@@ -41,7 +42,7 @@ class Klass:
     classes of its table print the same (``ordinal``: 0 for the first with this text)."""
 
     __slots__ = ("convert", "equal_to", "function", "hash", "identity", "number", "ordinal", "ref",
-                 "text", "type")
+                 "telling", "text", "type")
 
     def __init__(self, number: int, value: Any, value_hash: int | None, text: str,
                  ordinal: int, equal_to: tuple[Klass, ...] = (), function: bool = False
@@ -51,6 +52,7 @@ class Klass:
         self.hash = value_hash
         self.text = text
         self.ordinal = ordinal
+        self.telling: str | None = None  # its value part by part, once described
         self.identity = compares_by_identity(value)
         self.function = function
         self.equal_to = tuple(k.number for k in equal_to)
@@ -81,8 +83,13 @@ class Klass:
         return earlier is not None and _equal(earlier, value)
 
     def described(self) -> StaticClass:
+        """The class as the session keeps it, with what tells its value apart from others
+        that print alike (``telling``; taken once, while the value is alive)."""
+        if self.telling is None:
+            value = self.ref()
+            self.telling = telling(value) if value is not None else ""
         return StaticClass(self.number, type_name(self.type), self.identity, self.equal_to,
-                           self.convert, self.function)
+                           self.convert, self.function, self.ordinal, self.telling)
 
 
 class EqualityClasses:
