@@ -13,7 +13,8 @@ their min and max. XLA releases the GIL while it compiles, so threads overlap th
 (not tracing and lowering); processes overlap everything but pay a start-up (Python, JAX, the
 plan) and this process's loads from the cache.
 
-    python benchmarks/warmup.py [--signatures 8] [--reps 5] [--threads N] [--ratios-only]
+    python benchmarks/warmup.py [--signatures 8] [--reps 5] [--layers 24] [--threads N]
+                                [--ratios-only]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import importlib
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -41,7 +43,7 @@ MODEL = """
 import jax
 import jax.numpy as jnp
 
-LAYERS = 24
+LAYERS = {layers}
 
 
 @jax.jit
@@ -52,9 +54,9 @@ def forward(w, x):
 """
 
 
-def make_plan(folder: Path, signatures: int) -> object:
+def make_plan(folder: Path, signatures: int, layers: int) -> object:
     """Record the model at ``signatures`` batch sizes, write the plan and import it."""
-    (folder / "warmup_bench_model.py").write_text(textwrap.dedent(MODEL))
+    (folder / "warmup_bench_model.py").write_text(textwrap.dedent(MODEL).format(layers=layers))
     sys.path.insert(0, str(folder))
     model = importlib.import_module("warmup_bench_model")
     w = jax.numpy.ones((model.LAYERS, 64, 64)) * 0.01
@@ -79,7 +81,15 @@ def _cache(folder: str | None) -> None:
     compilation_cache.reset_cache()
 
 
-def timed(warm_up, mode: str, n: int, cache_root: Path) -> float:
+def _cpu() -> float:
+    """CPU seconds of this process (every thread) and of its ended children."""
+    own, children = (resource.getrusage(resource.RUSAGE_SELF),
+                     resource.getrusage(resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(warm_up, mode: str, n: int, cache_root: Path) -> tuple[float, float]:
+    """The wall seconds of one warm-up in ``mode``, and the CPU seconds it used."""
     jax.clear_caches()
     _cache(None)
     kwargs: dict = {}
@@ -87,12 +97,12 @@ def timed(warm_up, mode: str, n: int, cache_root: Path) -> float:
         kwargs = {"parallel": n}
     elif mode == "processes":
         kwargs = {"processes": n, "cache_dir": tempfile.mkdtemp(dir=cache_root)}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     done = warm_up(**kwargs)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _cpu() - cpu
     if done["skipped"]:
         raise SystemExit(f"the plan skipped {done['skipped']}")
-    return seconds
+    return seconds, cpu
 
 
 MODES = ("serial", "threads", "processes")
@@ -102,6 +112,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--signatures", type=int, default=8)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--layers", type=int, default=24,
+                        help="dense layers of the model (more: each signature compiles longer)")
     parser.add_argument("--threads", type=int, default=max(2, os.cpu_count() or 2),
                         help="threads and processes of the parallel warm-ups")
     parser.add_argument("--ratios-only", action="store_true",
@@ -110,16 +122,19 @@ def main() -> None:
     args = parser.parse_args()
     # inside this repository: a plan runs only files inside the recorded program's project
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as folder:
-        module = make_plan(Path(folder), args.signatures)
+        module = make_plan(Path(folder), args.signatures, args.layers)
         warm_up = module.warm_up  # type: ignore[attr-defined]
         caches = Path(folder) / "caches"
         caches.mkdir()
         timed(warm_up, "serial", 1, caches)  # a first warm-up of JAX itself, not measured
         seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
+        busy: dict[str, list[float]] = {mode: [] for mode in MODES}  # CPU s / wall s
         for rep in range(args.reps):
             order = MODES[rep % 3:] + MODES[:rep % 3]
             for mode in order:
-                seconds[mode].append(timed(warm_up, mode, args.threads, caches))
+                wall, cpu = timed(warm_up, mode, args.threads, caches)
+                seconds[mode].append(wall)
+                busy[mode].append(cpu / wall)
         _cache(None)
     serial = seconds["serial"]
     speedups = {mode: [s / p for s, p in zip(serial, seconds[mode], strict=True)]
@@ -127,12 +142,13 @@ def main() -> None:
     if args.ratios_only:
         print(json.dumps([1 / r for r in speedups["threads"]]))
         return
-    print(f"plan of {args.signatures} signatures, {args.reps} repetitions, "
+    print(f"plan of {args.signatures} signatures of {args.layers} layers, {args.reps} repetitions, "
           f"{args.threads} threads / processes, {os.cpu_count()} CPUs visible, "
           f"jax {jax.__version__}")
     for mode in MODES:
         print(f"{mode + ' warm-up:':22}{statistics.median(seconds[mode]):.3f} s (median; "
-              f"min {min(seconds[mode]):.3f}, max {max(seconds[mode]):.3f})")
+              f"min {min(seconds[mode]):.3f}, max {max(seconds[mode]):.3f}); cores busy "
+              f"{statistics.median(busy[mode]):.2f} of {os.cpu_count()}")
     for mode, ratios in speedups.items():
         print(f"speed-up of {mode} over serial (median of paired ratios): "
               f"{statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f}; "
