@@ -137,6 +137,21 @@ def test_unregistering_never_raises():
     assert _durations() == before
 
 
+def test_an_adapted_listener_is_found_and_removed_by_its_callback():
+    """An adapter (JAX < 0.10) registered by an earlier import of the listeners module (pytest's
+    in-process pytester drops and imports it again): this import, which has no record of it,
+    still finds it by its callback and removes it, on every JAX."""
+    def listener(event, duration, **kwargs):
+        pass
+
+    before = _durations()
+    jax.monitoring.register_event_duration_secs_listener(listeners._LegacyDurations(listener))
+    assert listeners.is_registered("event_duration", listener) is True
+    assert listeners.unregister_listener("event_duration", listener) is True
+    assert _durations() == before
+    assert listeners.is_registered("event_duration", listener) is False
+
+
 def test_listeners_are_removed_on_every_version():
     durations, events = _durations(), _events()
     with Recorder("t", hook_mode="public-only"):

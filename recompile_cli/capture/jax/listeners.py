@@ -41,7 +41,7 @@ def is_registered(kind: str, callback: Callable[..., None]) -> bool | None:
         listeners = getattr(src, _LISTENER_API[kind][3], None)
         if not isinstance(listeners, list):
             return None
-        return _contains(listeners, listener)
+        return _find(listeners, listener) is not None
     except Exception:
         return None
 
@@ -95,8 +95,11 @@ def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
     except Exception:
         return False
     listeners = getattr(src, list_name, None)
-    if isinstance(listeners, list) and not _contains(listeners, listener):
-        return False  # already gone: nothing to remove, nothing to raise
+    if isinstance(listeners, list):
+        found = _find(listeners, listener)
+        if found is None:
+            return False  # already gone: nothing to remove, nothing to raise
+        listener = found  # what JAX holds: the callback or its adapter
     for remove in (getattr(monitoring, public_name, None), getattr(src, public_name, None),
                    getattr(src, private_name, None)):
         if remove is None:
@@ -108,22 +111,24 @@ def unregister_listener(kind: str, callback: Callable[..., None]) -> bool:
             continue
     try:
         listeners = getattr(src, list_name)  # read again: clear_event_listeners rebinds it
-        while _contains(listeners, listener):
-            listeners.remove(listener)
+        while (found := _find(listeners, listener)) is not None:
+            listeners.remove(found)
         return True
     except Exception:
         return False
 
 
-def _contains(listeners: list[Any], listener: Any) -> bool:
-    """Whether ``listener``, or an adapter of it (``_LegacyDurations``: found by its callback
-    even when this module was imported again since, as pytest's in-process ``pytester`` does),
-    is in ``listeners``."""
+def _find(listeners: list[Any], listener: Any) -> Any | None:
+    """The item of ``listeners`` that is ``listener``, or an adapter of it (``_LegacyDurations``:
+    found by its callback, also when this module was imported again since registering, as
+    pytest's in-process ``pytester`` runs do); None when there is none."""
     try:
-        return any(item is listener or item == listener
-                   or getattr(item, "callback", None) == listener for item in listeners)
+        for item in listeners:
+            if item is listener or item == listener or getattr(item, "callback", None) == listener:
+                return item
     except Exception:
-        return False
+        pass
+    return None
 
 
 class _LegacyDurations:
