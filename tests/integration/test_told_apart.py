@@ -124,3 +124,31 @@ def test_the_gate_message_tells_them_apart_too():
     checked, _ = gated(rec.report, per_function={"step": 1})
     (violation,) = checked.violations
     assert "Opt() [.lr: float 0.1] -> Opt() [.lr: float 0.2]" in violation.message
+
+
+class Shaped:
+    """A user's object with array-like properties: telling it apart must not run them."""
+
+    reads = 0
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        Shaped.reads += 1
+        return (self.k,)
+
+    @property
+    def dtype(self) -> str:
+        Shaped.reads += 1
+        return "float32"
+
+    def __repr__(self) -> str:
+        return "Shaped()"
+
+
+def test_a_users_shape_property_is_never_run_and_the_attribute_tells_them_apart():
+    ((before, after, _),) = record_two(Shaped(1), Shaped(2))
+    assert (before, after) == ("Shaped() [.k: int 1]", "Shaped() [.k: int 2]")
+    assert Shaped.reads == 0

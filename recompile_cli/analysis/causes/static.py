@@ -81,14 +81,24 @@ def told_apart(before: str, after: str, was: StaticClass | None, now: StaticClas
     #1]``: the same parts, another object)."""
     if before != after or was is None or now is None:
         return shown_pair(before, after)
-    head = shown(before, SHOWN_ALIKE)
     part = _first_difference(was.telling, now.telling)
     if part is not None:
         path, b, a = part
-        return f"{head} [{path}: {b}]", f"{head} [{path}: {a}]"
+        return _marked(before, f"{path}: {b}", f"{path}: {a}")
     if was.ordinal != now.ordinal:
-        return f"{head} [object #{was.ordinal + 1}]", f"{head} [object #{now.ordinal + 1}]"
+        return _objects(before, was.ordinal, now.ordinal)
     return shown_pair(before, after)
+
+
+def _objects(text: str, was: int, now: int) -> tuple[str, str]:
+    """A value that prints alike on both sides, marked with which object each is (the
+    0-based ``was`` and ``now``, shown from #1)."""
+    return _marked(text, f"object #{was + 1}", f"object #{now + 1}")
+
+
+def _marked(text: str, before: str, after: str) -> tuple[str, str]:
+    head = shown(text, SHOWN_ALIKE)
+    return f"{head} [{before}]", f"{head} [{after}]"
 
 
 SHOWN_ALIKE = 48  # characters of a value shown before what tells it apart from another
@@ -216,8 +226,7 @@ def _alike(before: str, after: str, b_note: Note | None, a_note: Note | None
     notes count them as different values, which object each is (``[object #2]``)."""
     if (before == after and b_note is not None and a_note is not None
             and b_note.unequal != a_note.unequal):
-        head = shown(before, SHOWN_ALIKE)
-        return f"{head} [object #{b_note.unequal + 1}]", f"{head} [object #{a_note.unequal + 1}]"
+        return _objects(before, b_note.unequal, a_note.unequal)
     return shown_pair(before, after)
 
 

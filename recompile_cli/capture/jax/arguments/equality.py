@@ -15,10 +15,10 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from recompile_cli.capture.jax.arguments.telling import telling
+from recompile_cli.capture.jax.arguments.telling import telling, type_name
 from recompile_cli.session.model import StaticClass
 
-__all__ = ["EqualityClasses", "Klass", "type_name"]
+__all__ = ["EqualityClasses", "Klass"]
 
 PER_TABLE = 64  # classes kept per table (the latest)
 TABLES = 4096  # tables kept (the most recently created)
@@ -171,9 +171,3 @@ def conversion(types: tuple[type, ...]) -> str:
             return str(kind.__name__)
     first = types[0]
     return f"np.{first.__name__}" if first.__module__ == "numpy" else type_name(first)
-
-
-def type_name(kind: type) -> str:
-    """A type's qualified name (``Model``, ``Outer.Config``), its plain name if odd."""
-    name = getattr(kind, "__qualname__", None) or getattr(kind, "__name__", None)
-    return name if isinstance(name, str) else str(kind)

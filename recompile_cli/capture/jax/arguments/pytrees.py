@@ -19,7 +19,7 @@ from typing import Any
 
 from recompile_cli.capture.code.branches import mode_switch
 from recompile_cli.capture.code.function_names import function_name, named_functions
-from recompile_cli.capture.jax.arguments.equality import type_name
+from recompile_cli.capture.jax.arguments.telling import type_name
 from recompile_cli.session.structures import (
     ATTR,
     AUX,

@@ -6,7 +6,8 @@ the same text can be diffed part by part (``analysis.causes.static``): two ``opt
 ``optax.sgd`` optimizers print alike, but the functions their ``update`` closes over differ.
 
 Bounded: ``DEPTH`` levels, ``MAX_LINES`` lines, ``MAX_TEXT`` characters a description; only
-Python's own reprs are taken (a user's ``__repr__`` is never run here). Runs once per new
+Python's own reprs are taken (a user's ``__repr__`` is never run here), and only NumPy's and
+JAX's objects are read as arrays (a user's ``shape`` property is never run). Runs once per new
 equality class of a static value (cache misses only); never raises (a failure is an empty text).
 No JAX.
 """
@@ -28,6 +29,7 @@ MAX_LINES = 40
 MAX_TEXT = 120
 MAX_DIGEST_BYTES = 1 << 20  # arrays larger than this are described by type alone
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
+_ARRAY_MODULES = ("numpy", "jax", "jaxlib")  # whose objects with a shape are arrays
 
 
 def type_name(kind: type) -> str:
@@ -85,10 +87,11 @@ def _describe(value: Any, path: str, depth: int, lines: list[str], seen: set[int
     if isinstance(value, (types.BuiltinFunctionType, type)):
         _line(lines, path, _qualified(value))
         return
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
-        _line(lines, path, _array(value, shape, dtype))
-        return
+    if _module(type(value)).split(".", 1)[0] in _ARRAY_MODULES:  # no user property is run
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is not None and dtype is not None:
+            _line(lines, path, _array(value, shape, dtype))
+            return
     _container(value, path, depth, lines, seen)
 
 
