@@ -5,9 +5,10 @@ user's functions, while JAX's own programs stay compiled.
 caches as a fresh process has them *for every function outside JAX* (the user's and libraries':
 their traces, and so every lowering and compile made from them), while JAX's own programs (its
 op-by-op ``jit(add)``, ``jnp`` functions, internal helpers) stay compiled from test to test.
-``jax.clear_caches()`` made each test compile those again (a suite of optax's tests ran 1.76x a
-plain run, nearly all of it those recompiles); this keeps a test's count of the functions
-outside JAX the same in any order, at the cost of re-tracing only them.
+``jax.clear_caches()`` made each test compile those again (7 modules of optax's tests ran 1.59x
+a plain run, nearly all of it those recompiles; 0.95x with this: ``benchmarks/pytest_suite.py``);
+this keeps a test's count of the functions outside JAX the same in any order, at the cost of
+re-tracing only them.
 
 What is forgotten, read in the source of JAX 0.10.2 and 0.12.1 (``jax/_src/util.py``,
 ``pjit.py``, ``interpreters/partial_eval.py``, ``linear_util.py``):
